@@ -1,0 +1,35 @@
+"""Where Stockade keeps its data: `$STOCKADE_HOME` when set, else the platform's data folder."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "Stockade"
+
+
+def data_dir(create: bool = True) -> Path:
+    """The folder holding the database, settings and logs (never keys)."""
+    override = os.environ.get("STOCKADE_HOME")
+    path = Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def resources_dir() -> Path:
+    """Bundled resources: the source tree's `resources/`, or the packaged build's copy."""
+    override = os.environ.get("STOCKADE_RESOURCES")
+    if override:
+        return Path(override)
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle:  # a PyInstaller build unpacks data files beside the frozen modules
+        return Path(bundle) / "resources"
+    here = Path(__file__).resolve()
+    for candidate in (here.parent / "resources", here.parents[2] / "resources"):
+        if (candidate / "catalog.json").is_file():
+            return candidate
+    return here.parents[2] / "resources"

@@ -1,0 +1,1 @@
+"""thf package."""

@@ -1,0 +1,306 @@
+"""Typed, immutable models for every section and field of the `.thf` format 1.0."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0",)
+
+
+class StrideCategory(StrEnum):
+    SPOOFING = "Spoofing"
+    TAMPERING = "Tampering"
+    REPUDIATION = "Repudiation"
+    INFORMATION_DISCLOSURE = "Information Disclosure"
+    DENIAL_OF_SERVICE = "Denial of Service"
+    ELEVATION_OF_PRIVILEGE = "Elevation of Privilege"
+
+
+class Severity(StrEnum):
+    """Ordered from most to least severe; stored lowercase."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+
+class MitigationStatus(StrEnum):
+    NOT_STARTED = "not_started"
+    IN_PROGRESS = "in_progress"
+    MITIGATED = "mitigated"
+    ACCEPTED = "accepted"
+    TRANSFERRED = "transferred"
+
+
+SECTION_NAMES: tuple[str, ...] = (
+    "layers",
+    "groups",
+    "elements",
+    "data_flows",
+    "relationships",
+    "trust_boundaries",
+    "threats",
+    "diagrams",
+)
+"""Every list-valued section, in canonical write order."""
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _calendar_date(value: Any) -> Any:
+    # YAML 1.1 loaders hand back `datetime.date` for bare dates; a datetime means the
+    # file carries a time of day, which the format forbids.
+    if isinstance(value, _dt.datetime):
+        raise ValueError("must be a calendar date in YYYY-MM-DD form, not a date with a time of day")
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        if not _DATE_RE.match(value):
+            raise ValueError("must be a calendar date in YYYY-MM-DD form")
+        try:
+            _dt.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be a real calendar date in YYYY-MM-DD form") from None
+        return value
+    return value  # wrong type: the strict str check reports it
+
+
+def _number(value: Any) -> Any:
+    # Integers are accepted on read and stored as floats; booleans and numeric strings are not.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number")
+    return float(value)
+
+
+def _severity(value: Any) -> Any:
+    # The reference stored `High` verbatim and then could not reopen the file; accept any case,
+    # keep lowercase.
+    if isinstance(value, str):
+        try:
+            return Severity(value.lower())
+        except ValueError:
+            raise ValueError("must be one of " + ", ".join(s.value for s in Severity)) from None
+    return value
+
+
+def _enum_of(enum: type[StrEnum]) -> Any:
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and not isinstance(value, enum):
+            try:
+                return enum(value)
+            except ValueError:
+                raise ValueError(
+                    "must be one of " + ", ".join(repr(m.value) for m in enum)
+                ) from None
+        return value
+
+    return convert
+
+
+CalendarDate = Annotated[str, BeforeValidator(_calendar_date)]
+Number = Annotated[float, BeforeValidator(_number)]
+U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+I64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+SeverityField = Annotated[Severity, BeforeValidator(_severity)]
+CategoryField = Annotated[StrideCategory, BeforeValidator(_enum_of(StrideCategory))]
+StatusField = Annotated[MitigationStatus, BeforeValidator(_enum_of(MitigationStatus))]
+
+
+class ThfModel(BaseModel):
+    """Base for every `.thf` record: strict scalars, frozen, unknown keys kept."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        frozen=True,
+        strict=True,
+        populate_by_name=True,
+        validate_default=False,
+        revalidate_instances="never",
+    )
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """Unknown keys read from the file, in file order (written back after known keys)."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+class Position(ThfModel):
+    x: Number
+    y: Number
+
+
+class Size(ThfModel):
+    width: Number
+    height: Number
+
+
+class Viewport(ThfModel):
+    x: Number
+    y: Number
+    zoom: Number
+
+
+class FileSettings(ThfModel):
+    grid_size: U32 | None = None
+    default_element_fill: str | None = None
+    default_element_stroke: str | None = None
+    default_boundary_fill: str | None = None
+    default_boundary_stroke: str | None = None
+
+
+class Metadata(ThfModel):
+    title: str
+    author: str
+    created: CalendarDate
+    modified: CalendarDate
+    description: str = ""
+    created_by: str | None = None
+    modified_by: str | None = None
+    last_edit_timestamp: I64 | None = None
+    threat_analysis_enabled: bool | None = None
+    settings: FileSettings | None = None
+
+
+class Layer(ThfModel):
+    id: str
+    name: str
+    description: str | None = None
+
+
+class Group(ThfModel):
+    id: str
+    name: str
+    type: str | None = None
+    parent: str | None = None
+    description: str | None = None
+    position: Position | None = None
+    size: Size | None = None
+    fill_color: str | None = None
+    stroke_color: str | None = None
+    fill_opacity: Number | None = None
+    stroke_opacity: Number | None = None
+
+
+class Element(ThfModel):
+    id: str
+    type: str
+    name: str
+    trust_zone: str = ""
+    layer: str | None = None
+    group: str | None = None
+    subtype: str | None = None
+    icon: str | None = None
+    description: str = ""
+    technologies: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    stores: list[str] | None = None
+    encryption: str | None = None
+    position: Position | None = None
+    fill_color: str | None = None
+    stroke_color: str | None = None
+    fill_opacity: Number | None = None
+    stroke_opacity: Number | None = None
+    font_size: Number | None = None
+    font_weight: str | None = None
+
+
+class DataFlow(ThfModel):
+    id: str
+    flow_number: U32 | None = None
+    name: str = ""
+    from_: str = Field(alias="from")
+    to: str
+    protocol: str = ""
+    data: list[str] = Field(default_factory=list)
+    authenticated: bool = False
+    label_offset: Position | None = None
+    source_handle: str | None = None
+    target_handle: str | None = None
+    stroke_color: str | None = None
+    stroke_opacity: Number | None = None
+
+
+class Relationship(ThfModel):
+    id: str
+    type: str
+    from_: str = Field(alias="from")
+    to: str
+    name: str | None = None
+    description: str | None = None
+    source_handle: str | None = None
+    target_handle: str | None = None
+    label_offset: Position | None = None
+    stroke_color: str | None = None
+    stroke_opacity: Number | None = None
+
+
+class TrustBoundary(ThfModel):
+    id: str
+    name: str
+    contains: list[str] = Field(default_factory=list)
+    position: Position | None = None
+    size: Size | None = None
+    fill_color: str | None = None
+    stroke_color: str | None = None
+    fill_opacity: Number | None = None
+    stroke_opacity: Number | None = None
+
+
+class Mitigation(ThfModel):
+    status: StatusField
+    description: str = ""
+
+
+class Threat(ThfModel):
+    id: str
+    title: str
+    category: CategoryField
+    element: str | None = None
+    flow: str | None = None
+    severity: SeverityField
+    description: str = ""
+    mitigation: Mitigation | None = None
+
+
+class Diagram(ThfModel):
+    id: str
+    name: str
+    kind: str | None = None
+    description: str | None = None
+    layout_file: str | None = None
+    viewport: Viewport | None = None
+
+
+class ThreatModel(ThfModel):
+    """A whole `.thf` document. Immutable: every edit produces a new instance."""
+
+    version: str
+    metadata: Metadata
+    layers: list[Layer] = Field(default_factory=list)
+    groups: list[Group] = Field(default_factory=list)
+    elements: list[Element] = Field(default_factory=list)
+    data_flows: list[DataFlow] = Field(default_factory=list)
+    relationships: list[Relationship] = Field(default_factory=list)
+    trust_boundaries: list[TrustBoundary] = Field(default_factory=list)
+    threats: list[Threat] = Field(default_factory=list)
+    diagrams: list[Diagram] = Field(default_factory=list)
+
+
+ENTITY_TYPES: dict[str, type[ThfModel]] = {
+    "layers": Layer,
+    "groups": Group,
+    "elements": Element,
+    "data_flows": DataFlow,
+    "relationships": Relationship,
+    "trust_boundaries": TrustBoundary,
+    "threats": Threat,
+    "diagrams": Diagram,
+}
+"""Section name → entity model, in canonical section order."""

@@ -1,0 +1,76 @@
+"""Test-wide fixtures: an in-memory keyring, an isolated data folder, and a log guard."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import pytest
+
+from tests.helpers.memory_keyring import MemoryKeyring
+
+FIXTURES = Path(__file__).parent / "fixtures"
+THF_FIXTURES = FIXTURES / "thf"
+
+
+@pytest.fixture(autouse=True)
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    """Every test gets a fresh in-memory keyring; the real OS keyring is never touched."""
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
+
+
+@pytest.fixture(autouse=True)
+def stockade_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the data folder at a temporary directory; drop keys that leak in from the shell."""
+    home = tmp_path / "stockade-home"
+    home.mkdir()
+    monkeypatch.setenv("STOCKADE_HOME", str(home))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return home
+
+
+class LogGuard(logging.Handler):
+    """Collects warnings and errors; a test fails on any it did not declare with `expect`."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+        self.expected: list[re.Pattern[str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def expect(self, pattern: str) -> None:
+        self.expected.append(re.compile(pattern))
+
+    def unexpected(self) -> list[str]:
+        out = []
+        for record in self.records:
+            text = record.getMessage()
+            if not any(p.search(text) for p in self.expected):
+                out.append(f"{record.levelname} {record.name}: {text}")
+        return out
+
+
+@pytest.fixture(autouse=True)
+def log_guard() -> Iterator[LogGuard]:
+    guard = LogGuard()
+    root = logging.getLogger()
+    root.addHandler(guard)
+    try:
+        yield guard
+    finally:
+        root.removeHandler(guard)
+    problems = guard.unexpected()
+    if problems:
+        pytest.fail("unexpected log records:\n" + "\n".join(problems), pytrace=False)

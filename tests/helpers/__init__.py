@@ -1,0 +1,1 @@
+"""Shared test helpers: fake provider servers, the in-memory keyring, document builders."""

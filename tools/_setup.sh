@@ -1,0 +1,41 @@
+# Shared set-up for tools/run, tools/test and tools/bench: a project virtual environment with
+# Stockade and its dev tools installed. Sourced, not run. Reinstalls only when pyproject changes.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "stockade: creating virtual environment in .venv" >&2
+  "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.stockade-setup-stamp"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "stockade: installing Stockade and its dependencies into .venv" >&2
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+  echo "$want" > "$stamp"
+fi
+
+# Qt needs these shared libraries even offscreen; a fresh Debian machine may lack them.
+QT_DEBIAN_PACKAGES="libegl1 libgl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 fonts-dejavu-core"
+ensure_qt_libraries() {
+  command -v dpkg-query >/dev/null 2>&1 || return 0
+  local missing=()
+  for pkg in $QT_DEBIAN_PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "stockade: installing Debian packages Qt needs: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+ensure_qt_libraries
+export PATH="$VENV/bin:$PATH"
