@@ -1,0 +1,90 @@
+"""The seam between the turn runner and governance: metering, audit steps, and their refusals.
+
+The runner calls these hooks; `stockade.governance` implements them (the loop never imports
+governance). A hook that raises `TurnStopped` stops the turn fail-closed before the step it
+describes proceeds; any other exception is a bug and also stops the turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from stockade.protocol.events import Usage
+from stockade.protocol.request import ChatRequest
+
+
+class StepKind(StrEnum):
+    """Audit steps the runner reports, each before the step proceeds."""
+
+    MODEL_REQUEST = "model.request"
+    MODEL_USAGE = "model.usage"
+    TOOL_PROPOSED = "tool.proposed"
+    TOOL_APPROVED = "tool.approved"
+    TOOL_DENIED = "tool.denied"
+    TOOL_STARTED = "tool.started"
+    TOOL_RESULT = "tool.result"
+    DOCUMENT_COMMITTED = "document.committed"
+    TURN_UNDONE = "turn.undone"
+    TURN_SETTLED = "turn.settled"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStep:
+    """One audit step. `payload` holds ids, names, counts and `sha256:` digests only."""
+
+    kind: StepKind
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPermit:
+    """Permission to send one provider request; `handle` identifies its credit reservation."""
+
+    handle: str
+    reserved_credits: int = 0
+    estimated_credits: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRefused:
+    """The request may not be sent. `reason` is a bound name (`credits`) or `guard`."""
+
+    reason: str
+    message: str
+
+
+class TurnStopped(Exception):
+    """Raised by a hook to stop the turn before the step it was asked about."""
+
+
+class TurnHooks(Protocol):
+    async def before_request(
+        self, request: ChatRequest, iteration: int
+    ) -> RequestPermit | RequestRefused: ...
+
+    async def after_request(
+        self, permit: RequestPermit, usage: Usage | None, failed: bool
+    ) -> int:
+        """Settle the reservation at reported usage (refund on failure); return credits spent."""
+        ...
+
+    async def record(self, step: TurnStep) -> None: ...
+
+
+class NoHooks:
+    """Hooks that permit everything and record nothing (tests and ungoverned previews)."""
+
+    async def before_request(
+        self, request: ChatRequest, iteration: int
+    ) -> RequestPermit | RequestRefused:
+        return RequestPermit(handle=f"unmetered-{iteration}")
+
+    async def after_request(
+        self, permit: RequestPermit, usage: Usage | None, failed: bool
+    ) -> int:
+        return 0
+
+    async def record(self, step: TurnStep) -> None:
+        return None
