@@ -1,0 +1,153 @@
+"""The one typed error a `.thf` read can fail with, and the error a save can fail with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+from stockade.thf.model import SUPPORTED_VERSIONS
+
+
+class ThfErrorCode(StrEnum):
+    """Why a document was refused, in the order the reader checks."""
+
+    PARSE = "parse"
+    MISSING_SECTION = "missing_section"
+    INVALID_FIELD = "invalid_field"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    DUPLICATE_ID = "duplicate_id"
+    INVALID_REFERENCE = "invalid_reference"
+    CIRCULAR_GROUP_NESTING = "circular_group_nesting"
+
+
+def render_id_list(ids: Iterable[str]) -> str:
+    """Render ids the way the reference prints a string vector: `["a", "b"]`.
+
+    The fixtures pin this form byte-for-byte, so quotes, backslashes and control
+    characters are escaped like the reference does.
+    """
+    return "[" + ", ".join('"' + _escape(i) + '"' for i in ids) + "]"
+
+
+def _escape(text: str) -> str:
+    out: list[str] = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class ThfError(Exception):
+    """A document that cannot be opened: a code, a plain message, and where the problem is.
+
+    `str(err)` is the message. Messages never carry filesystem paths or parser internals.
+    """
+
+    def __init__(
+        self,
+        code: ThfErrorCode,
+        message: str,
+        *,
+        section: str | None = None,
+        id: str | None = None,
+        field: str | None = None,
+        reference: str | None = None,
+        valid_ids: Iterable[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = ThfErrorCode(code)
+        self.message = message
+        self.section = section
+        self.id = id
+        self.field = field
+        self.reference = reference
+        self.valid_ids: tuple[str, ...] = tuple(valid_ids)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"ThfError({self.code.value!r}, {self.message!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as a JSON-ready dict (CLI `--json`, tool results)."""
+        return {
+            "code": self.code.value,
+            "message": self.message,
+            "section": self.section,
+            "id": self.id,
+            "field": self.field,
+            "reference": self.reference,
+        }
+
+    # The four content-determined messages below are pinned byte-for-byte by the fixtures.
+
+    @classmethod
+    def unsupported_version(cls, version: str) -> ThfError:
+        return cls(
+            ThfErrorCode.UNSUPPORTED_VERSION,
+            f"Unsupported schema version '{version}'. Supported versions: "
+            + render_id_list(SUPPORTED_VERSIONS),
+            field="version",
+            reference=version,
+            valid_ids=SUPPORTED_VERSIONS,
+        )
+
+    @classmethod
+    def duplicate_id(cls, id: str, section: str) -> ThfError:
+        return cls(
+            ThfErrorCode.DUPLICATE_ID,
+            f"Duplicate ID '{id}' in section '{section}'",
+            section=section,
+            id=id,
+        )
+
+    @classmethod
+    def invalid_reference(
+        cls, field: str, reference: str, valid_ids: Iterable[str], *, section: str, id: str
+    ) -> ThfError:
+        valid = tuple(valid_ids)
+        return cls(
+            ThfErrorCode.INVALID_REFERENCE,
+            f"Invalid reference in '{field}': '{reference}' not found. Valid IDs: "
+            + render_id_list(valid),
+            section=section,
+            id=id,
+            field=field,
+            reference=reference,
+            valid_ids=valid,
+        )
+
+    @classmethod
+    def circular_group_nesting(cls, id: str) -> ThfError:
+        return cls(
+            ThfErrorCode.CIRCULAR_GROUP_NESTING,
+            f"Circular group nesting detected at group '{id}'",
+            section="groups",
+            id=id,
+        )
+
+
+class SaveError(Exception):
+    """A save that did not happen; the original file is untouched. `str(err)` is the message."""
+
+    def __init__(self, message: str, *, reason: str = "io") -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.message
