@@ -21,6 +21,9 @@ class ThfErrorCode(StrEnum):
     CIRCULAR_GROUP_NESTING = "circular_group_nesting"
 
 
+_MAX_LISTED_IDS = 50
+
+
 def render_id_list(ids: Iterable[str]) -> str:
     """Render ids the way the reference prints a string vector: `["a", "b"]`.
 
@@ -120,10 +123,14 @@ class ThfError(Exception):
         cls, field: str, reference: str, valid_ids: Iterable[str], *, section: str, id: str
     ) -> ThfError:
         valid = tuple(valid_ids)
+        shown = render_id_list(valid[:_MAX_LISTED_IDS])
+        if len(valid) > _MAX_LISTED_IDS:
+            # A 50k-entity model would otherwise put every id into one message (and into the
+            # AI's context); the full list stays in `valid_ids`.
+            shown += f" (and {len(valid) - _MAX_LISTED_IDS} more)"
         return cls(
             ThfErrorCode.INVALID_REFERENCE,
-            f"Invalid reference in '{field}': '{reference}' not found. Valid IDs: "
-            + render_id_list(valid),
+            f"Invalid reference in '{field}': '{reference}' not found. Valid IDs: " + shown,
             section=section,
             id=id,
             field=field,

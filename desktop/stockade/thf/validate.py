@@ -1,0 +1,282 @@
+"""Validation of a `.thf` document: untyped data → typed model, then the reference checks.
+
+Order of `validate_document` (first failure wins):
+
+1. the root is a mapping                           → missing_section
+2. `version` present (missing_section), text (invalid_field), exactly "1.0"
+                                                   → unsupported_version
+3. `metadata` present and not null                 → missing_section
+4. every field has the right type and shape        → invalid_field (field names the path)
+5. `validate_references`                           → duplicate_id, invalid_reference,
+                                                     circular_group_nesting
+
+The reference reader types the whole document before it looks at the version. Stockade
+gates the version first on purpose: a file written by a newer format may carry fields this
+build cannot type, and "unsupported version" is the true, actionable reason.
+
+Order of `validate_references` (the reference's order, then Stockade's stricter checks):
+
+a–e. duplicate ids within elements, data_flows, layers, groups, relationships
+f.   a group id equal to an element or trust-boundary id (shared canvas node space)
+g.   a relationship id equal to a data-flow id (shared edge space)
+s.   Stockade only: duplicate ids within trust_boundaries, threats, diagrams
+h.   data flow `from`, then `to` → element ids
+i.   element `layer` → layer ids, then `group` → group ids
+j.   group `parent` → group ids
+k.   relationship `from`, then `to` → element ids
+l.   group nesting cycles (reported at the first repeated group of the walk)
+m.   trust boundary `contains` members → element ids
+n.   threat `element` → element ids, then `flow` → data-flow ids
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from stockade.thf.errors import ThfError, ThfErrorCode
+from stockade.thf.model import SUPPORTED_VERSIONS, Group, ThreatModel
+
+_TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
+
+
+def validate_references(model: ThreatModel) -> None:
+    """Raise the first duplicate id, dangling reference or group cycle, in the order above.
+
+    Runs on every AI commit, so it is linear: one set per section, no nested scans.
+    """
+    element_ids = _unique_ids(model.elements, "elements")
+    flow_ids = _unique_ids(model.data_flows, "data_flows")
+    layer_ids = _unique_ids(model.layers, "layers")
+    group_ids = _unique_ids(model.groups, "groups")
+    _unique_ids(model.relationships, "relationships")
+
+    boundary_id_set = {b.id for b in model.trust_boundaries}
+    for group in model.groups:
+        if group.id in element_ids or group.id in boundary_id_set:
+            raise ThfError.duplicate_id(group.id, "groups")
+    for relationship in model.relationships:
+        if relationship.id in flow_ids:
+            raise ThfError.duplicate_id(relationship.id, "relationships")
+
+    _unique_ids(model.trust_boundaries, "trust_boundaries")
+    _unique_ids(model.threats, "threats")
+    _unique_ids(model.diagrams, "diagrams")
+
+    for flow in model.data_flows:
+        if flow.from_ not in element_ids:
+            raise _dangling("data_flows", flow.id, "from", flow.from_, model.elements)
+        if flow.to not in element_ids:
+            raise _dangling("data_flows", flow.id, "to", flow.to, model.elements)
+    for element in model.elements:
+        if element.layer is not None and element.layer not in layer_ids:
+            raise _dangling("elements", element.id, "layer", element.layer, model.layers)
+        if element.group is not None and element.group not in group_ids:
+            raise _dangling("elements", element.id, "group", element.group, model.groups)
+    for group in model.groups:
+        if group.parent is not None and group.parent not in group_ids:
+            raise _dangling("groups", group.id, "parent", group.parent, model.groups)
+    for relationship in model.relationships:
+        if relationship.from_ not in element_ids:
+            raise _dangling(
+                "relationships", relationship.id, "from", relationship.from_, model.elements
+            )
+        if relationship.to not in element_ids:
+            raise _dangling("relationships", relationship.id, "to", relationship.to, model.elements)
+    _check_group_cycles(model.groups)
+    for boundary in model.trust_boundaries:
+        for member in boundary.contains:
+            if member not in element_ids:
+                raise _dangling("trust_boundaries", boundary.id, "contains", member, model.elements)
+    for threat in model.threats:
+        if threat.element is not None and threat.element not in element_ids:
+            raise _dangling("threats", threat.id, "element", threat.element, model.elements)
+        if threat.flow is not None and threat.flow not in flow_ids:
+            raise _dangling("threats", threat.id, "flow", threat.flow, model.data_flows)
+
+
+def _unique_ids(entities: Sequence[Any], section: str) -> frozenset[str]:
+    ids = [e.id for e in entities]
+    unique = frozenset(ids)
+    if len(unique) != len(ids):
+        seen: set[str] = set()
+        for entity_id in ids:
+            if entity_id in seen:
+                raise ThfError.duplicate_id(entity_id, section)
+            seen.add(entity_id)
+    return unique
+
+
+def _dangling(
+    section: str, entity_id: str, field: str, reference: str, targets: Sequence[Any]
+) -> ThfError:
+    return ThfError.invalid_reference(
+        f"{section}[{entity_id}].{field}",
+        reference,
+        [t.id for t in targets],
+        section=section,
+        id=entity_id,
+    )
+
+
+def _check_group_cycles(groups: Sequence[Group]) -> None:
+    # Same answer as the reference's per-group walk (first group in document order whose walk
+    # revisits a group; reported at that group), but linear: a group whose walk already
+    # reached a root is never walked again. Parents are known to exist (check j ran first).
+    parent_of = {g.id: g.parent for g in groups}
+    reaches_root: set[str] = set()
+    for group in groups:
+        path: list[str] = [group.id]
+        on_path = {group.id}
+        current: str | None = group.parent
+        while current is not None and current not in reaches_root:
+            if current in on_path:
+                raise ThfError.circular_group_nesting(current)
+            path.append(current)
+            on_path.add(current)
+            current = parent_of.get(current)
+        reaches_root.update(path)
+
+
+def validate_document(data: Any) -> ThreatModel:
+    """Turn parsed, untyped YAML data into a validated `ThreatModel` or raise `ThfError`."""
+    if not isinstance(data, Mapping):
+        raise ThfError(
+            ThfErrorCode.MISSING_SECTION,
+            "This file is not a threat model: it does not contain a mapping of sections.",
+        )
+    version = data.get("version")
+    if version is None:
+        raise ThfError(
+            ThfErrorCode.MISSING_SECTION,
+            "This file cannot be opened: it has no version.",
+            section="version",
+            field="version",
+        )
+    if not isinstance(version, str):
+        raise ThfError(
+            ThfErrorCode.INVALID_FIELD,
+            'This file cannot be opened: version must be text, such as "1.0" in quotes.',
+            field="version",
+        )
+    if version not in SUPPORTED_VERSIONS:
+        raise ThfError.unsupported_version(version)
+    if data.get("metadata") is None:
+        raise ThfError(
+            ThfErrorCode.MISSING_SECTION,
+            "This file cannot be opened: it has no metadata section.",
+            section="metadata",
+            field="metadata",
+        )
+    try:
+        model = ThreatModel.model_validate(data)
+    except ValidationError as exc:
+        raise _field_error(exc, data) from None
+    validate_references(model)
+    return model
+
+
+def _field_error(exc: ValidationError, data: Mapping[str, Any]) -> ThfError:
+    detail = exc.errors(include_url=False, include_context=True)[0]
+    loc = tuple(detail["loc"])
+    if detail["type"] == "invalid_key" and loc:
+        # The offending key is the last part; the field is the mapping that holds it.
+        path, section, entity_id = _describe_loc(loc[:-1], data)
+        phrase = f"has a key that is not text ({_show(loc[-1])})"
+    else:
+        path, section, entity_id = _describe_loc(loc, data)
+        phrase = _phrase(detail)
+    where = path or "the document"
+    return ThfError(
+        ThfErrorCode.INVALID_FIELD,
+        f"This file cannot be opened: {where} {phrase}.",
+        section=section,
+        id=entity_id,
+        field=path or None,
+    )
+
+
+def _describe_loc(
+    loc: tuple[Any, ...], data: Mapping[str, Any]
+) -> tuple[str, str | None, str | None]:
+    """Render a pydantic location as `elements[web-app].position.x`; also section and id."""
+    parts: list[str] = []
+    current: Any = data
+    section: str | None = None
+    entity_id: str | None = None
+    for depth, part in enumerate(loc):
+        if isinstance(part, int):
+            item = current[part] if isinstance(current, list) and 0 <= part < len(current) else None
+            item_id = item.get("id") if isinstance(item, Mapping) else None
+            if isinstance(item_id, str):
+                parts.append(f"[{item_id}]")
+                if depth == 1:
+                    entity_id = item_id
+            else:
+                parts.append(f"[{part}]")
+            current = item
+        else:
+            name = str(part)
+            parts.append(name if not parts else "." + name)
+            if depth == 0:
+                section = name
+            current = current.get(part) if isinstance(current, Mapping) else None
+    return "".join(parts), section, entity_id
+
+
+_TYPE_PHRASES = {
+    "string_type": "must be text",
+    "bool_type": "must be true or false",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping of fields",
+    "model_type": "must be a mapping of fields",
+    "model_attributes_type": "must be a mapping of fields",
+    "enum": "has a value that is not one of the allowed names",
+}
+
+
+def _phrase(detail: Any) -> str:
+    kind = detail["type"]
+    value = detail.get("input")
+    ctx = detail.get("ctx") or {}
+    if kind == "missing":
+        return "is required but missing"
+    if kind == "value_error":
+        reason = str(ctx.get("error", "has a value that is not allowed"))
+        if isinstance(value, str) and _TIME_OF_DAY.match(value):
+            return (
+                f"is {_show(value)}, which carries a time of day; "
+                f"write a plain calendar date such as {value[:10]}"
+            )
+        return reason if value is None else f"{reason} (found {_show(value)})"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')} (found {_show(value)})"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le')} (found {_show(value)})"
+    phrase = _TYPE_PHRASES.get(kind, "has a value of the wrong kind")
+    if value is None:
+        return f"is empty (null) but {phrase}"
+    return f"{phrase} (found {_show(value)})"
+
+
+def _show(value: Any) -> str:
+    """A short, safe rendering of a value from the file for a message."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, str):
+        text = '"' + (value if len(value) <= 40 else value[:40] + "…") + '"'
+    elif isinstance(value, (int, float)):
+        text = repr(value)
+    elif isinstance(value, Mapping):
+        text = "a mapping"
+    elif isinstance(value, list):
+        text = "a list"
+    else:
+        text = "a value of another kind"
+    return text
