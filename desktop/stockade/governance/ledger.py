@@ -1,0 +1,192 @@
+"""The credit ledger: reservations held against a turn budget and daily/monthly wallet limits.
+
+Every provider request first reserves an upper bound of its cost. The reserve is one
+`BEGIN IMMEDIATE` transaction that sums what the turn, the day and the month have committed
+(open holds at their full amount, closed rows at their settled amount), refuses if the new hold
+would cross any limit, and inserts the hold; two processes therefore cannot both squeeze under
+a limit. A hold closes exactly once: settled at the priced usage **capped at the hold**, refunded
+(settled 0) when the request failed, or released in full by crash recovery. So for every closed
+row `reserved = settled + released`, and spend can never exceed a budget by construction: a
+hold was only granted if it fit, and settling never moves above the hold. Usage priced above
+its hold (which a true upper bound should make impossible) is kept in `actual` for audit but
+never charged past the cap. Windows are UTC calendar days and months.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from stockade.store import Database
+from stockade.store import reservations as sql
+from stockade.store.reservations import LedgerTotals, ReservationRow, ReservationStatus
+
+
+class LimitKind(StrEnum):
+    TURN = "turn"
+    DAY = "day"
+    MONTH = "month"
+
+
+@dataclass(frozen=True, slots=True)
+class CreditBudgets:
+    """Per-turn budget (required) and optional wallet limits per UTC day and month."""
+
+    per_turn: int
+    per_day: int | None = None
+    per_month: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("per_turn", "per_day", "per_month"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise ValueError(f"{name} must be a non-negative whole number of credits")
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A granted reservation."""
+
+    id: str
+    run_id: str
+    reserved: int
+    estimated: int
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRefusal:
+    """A reservation that would cross a limit; nothing was reserved."""
+
+    limit: LimitKind
+    needed: int
+    committed: int
+    allowed: int
+
+    @property
+    def message(self) -> str:
+        left = max(self.allowed - self.committed, 0)
+        where = {LimitKind.TURN: "this turn's credit budget",
+                 LimitKind.DAY: "today's credit limit",
+                 LimitKind.MONTH: "this month's credit limit"}[self.limit]
+        return (f"The next request could cost up to {self.needed} credits but only {left} of "
+                f"{where} ({self.allowed}) are left; the turn stops here and keeps what it did.")
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    reservation_id: str
+    status: ReservationStatus
+    reserved: int
+    settled: int
+    actual: int
+
+    @property
+    def over_reservation(self) -> bool:
+        return self.actual > self.reserved
+
+
+def window_keys(now_ms: int) -> tuple[str, str]:
+    moment = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%d"), moment.strftime("%Y-%m")
+
+
+class Ledger:
+    """Reserve, settle, refund and release credits in the shared database."""
+
+    def __init__(self, db: Database, clock_ms: Callable[[], int] | None = None) -> None:
+        self._db = db
+        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+
+    @property
+    def db(self) -> Database:
+        return self._db
+
+    def reserve_in(self, conn: sqlite3.Connection, *, run_id: str, provider: str, model: str,
+                   credits: int, estimated: int, budgets: CreditBudgets) -> Hold | LimitRefusal:
+        """Check every limit and insert the hold, inside the caller's write transaction."""
+        if credits < 0:
+            raise ValueError("a reservation cannot be negative")
+        now = int(self._clock_ms())
+        day, month = window_keys(now)
+        checks: list[tuple[LimitKind, int | None, Callable[[], int]]] = [
+            (LimitKind.TURN, budgets.per_turn, lambda: sql.committed_for_run(conn, run_id)),
+            (LimitKind.DAY, budgets.per_day, lambda: sql.committed_for_day(conn, day)),
+            (LimitKind.MONTH, budgets.per_month, lambda: sql.committed_for_month(conn, month)),
+        ]
+        for kind, allowed, committed_of in checks:
+            if allowed is None:
+                continue
+            committed = committed_of()
+            # Written so that the new hold must fit entirely; equality is allowed.
+            if not committed + credits <= allowed:
+                return LimitRefusal(kind, credits, committed, allowed)
+        hold_id = f"res-{uuid.uuid4().hex}"
+        sql.insert_reservation(conn, ReservationRow(
+            hold_id, run_id, provider, model, now, day, month, credits, estimated,
+            ReservationStatus.OPEN))
+        return Hold(hold_id, run_id, credits, estimated)
+
+    def reserve(self, **kwargs: Any) -> Hold | LimitRefusal:
+        with self._db.write() as conn:
+            return self.reserve_in(conn, **kwargs)
+
+    def settle_in(self, conn: sqlite3.Connection, hold_id: str, *, actual: int | None,
+                  input_tokens: int = 0, output_tokens: int = 0, cached_input_tokens: int = 0,
+                  failed: bool = False) -> Settlement:
+        """Close a hold: refund on failure, else charge `actual` capped at the hold.
+
+        `actual=None` (the provider reported no usage) charges the full hold: we cannot prove
+        the request was cheaper, and the hold was already allowed by every limit.
+        """
+        row = sql.get_reservation(conn, hold_id)
+        if row is None:
+            raise KeyError(f"no reservation {hold_id}")
+        if row.status is not ReservationStatus.OPEN:
+            return Settlement(hold_id, row.status, row.reserved, row.settled or 0,
+                              row.actual or 0)
+        if failed:
+            status, charged, priced = ReservationStatus.REFUNDED, 0, 0
+        else:
+            priced = row.reserved if actual is None else actual
+            status, charged = ReservationStatus.SETTLED, min(priced, row.reserved)
+        sql.close_reservation(conn, hold_id, status=status, settled=charged, actual=priced,
+                              input_tokens=input_tokens, output_tokens=output_tokens,
+                              cached_input_tokens=cached_input_tokens,
+                              closed_ms=int(self._clock_ms()))
+        return Settlement(hold_id, status, row.reserved, charged, priced)
+
+    def settle(self, hold_id: str, **kwargs: Any) -> Settlement:
+        with self._db.write() as conn:
+            return self.settle_in(conn, hold_id, **kwargs)
+
+    def release_run_in(self, conn: sqlite3.Connection, run_id: str) -> int:
+        """Release every open hold of a run (crash recovery); returns how many were open."""
+        return sql.release_open_for_run(conn, run_id, int(self._clock_ms()))
+
+    def spent_for_run(self, run_id: str) -> int:
+        return sql.settled_for_run(self._db.read(), run_id)
+
+    def committed_for_run(self, run_id: str) -> int:
+        return sql.committed_for_run(self._db.read(), run_id)
+
+    def remaining(self, budgets: CreditBudgets, run_id: str) -> dict[str, int | None]:
+        """Credits left under each limit right now (None = no limit)."""
+        conn = self._db.read()
+        day, month = window_keys(int(self._clock_ms()))
+        turn = budgets.per_turn - sql.committed_for_run(conn, run_id)
+        out: dict[str, int | None] = {"turn": max(turn, 0), "day": None, "month": None}
+        if budgets.per_day is not None:
+            out["day"] = max(budgets.per_day - sql.committed_for_day(conn, day), 0)
+        if budgets.per_month is not None:
+            out["month"] = max(budgets.per_month - sql.committed_for_month(conn, month), 0)
+        return out
+
+    def totals(self, run_id: str | None = None) -> LedgerTotals:
+        return sql.ledger_totals(self._db.read(), run_id)

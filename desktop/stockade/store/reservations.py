@@ -1,0 +1,132 @@
+"""SQL for credit reservations: insert, close (settle, refund, release) and window sums."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ReservationStatus(StrEnum):
+    OPEN = "open"
+    SETTLED = "settled"
+    REFUNDED = "refunded"
+    RELEASED = "released"
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRow:
+    id: str
+    run_id: str
+    provider: str
+    model: str
+    created_ms: int
+    day_key: str
+    month_key: str
+    reserved: int
+    estimated: int
+    status: ReservationStatus
+    settled: int | None = None
+    released: int | None = None
+    actual: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotals:
+    reserved: int
+    settled: int
+    released: int
+    open_reserved: int
+    open_count: int
+
+
+# Credits a window has committed: open holds count in full, closed rows at their settled amount.
+_COMMITTED = "COALESCE(SUM(CASE status WHEN 'open' THEN reserved ELSE settled END), 0)"
+
+
+def committed_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+    return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE run_id = ?",
+                            (run_id,)).fetchone()[0])
+
+
+def committed_for_day(conn: sqlite3.Connection, day_key: str) -> int:
+    return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE day_key = ?",
+                            (day_key,)).fetchone()[0])
+
+
+def committed_for_month(conn: sqlite3.Connection, month_key: str) -> int:
+    return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE month_key = ?",
+                            (month_key,)).fetchone()[0])
+
+
+def settled_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+    return int(conn.execute(
+        "SELECT COALESCE(SUM(settled), 0) FROM reservation WHERE run_id = ? AND status <> 'open'",
+        (run_id,)).fetchone()[0])
+
+
+def insert_reservation(conn: sqlite3.Connection, row: ReservationRow) -> None:
+    conn.execute(
+        "INSERT INTO reservation(id, run_id, provider, model, created_ms, day_key, month_key, "
+        "reserved, estimated, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
+        (row.id, row.run_id, row.provider, row.model, row.created_ms, row.day_key,
+         row.month_key, row.reserved, row.estimated),
+    )
+
+
+def get_reservation(conn: sqlite3.Connection, reservation_id: str) -> ReservationRow | None:
+    r = conn.execute(
+        "SELECT id, run_id, provider, model, created_ms, day_key, month_key, reserved, "
+        "estimated, status, settled, released, actual FROM reservation WHERE id = ?",
+        (reservation_id,),
+    ).fetchone()
+    if r is None:
+        return None
+    return ReservationRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+                          ReservationStatus(r[9]), r[10], r[11], r[12])
+
+
+def close_reservation(
+    conn: sqlite3.Connection,
+    reservation_id: str,
+    *,
+    status: ReservationStatus,
+    settled: int,
+    actual: int,
+    input_tokens: int,
+    output_tokens: int,
+    cached_input_tokens: int,
+    closed_ms: int,
+) -> bool:
+    """Close an open hold at `settled` (released = reserved - settled); False if not open."""
+    cur = conn.execute(
+        "UPDATE reservation SET status = ?, settled = ?, released = reserved - ?, actual = ?, "
+        "input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, closed_ms = ? "
+        "WHERE id = ? AND status = 'open' AND ? <= reserved",
+        (status.value, settled, settled, actual, input_tokens, output_tokens,
+         cached_input_tokens, closed_ms, reservation_id, settled),
+    )
+    return cur.rowcount == 1
+
+
+def release_open_for_run(conn: sqlite3.Connection, run_id: str, closed_ms: int) -> int:
+    """Release every open hold of a run in full (crash recovery); returns how many."""
+    cur = conn.execute(
+        "UPDATE reservation SET status = 'released', settled = 0, released = reserved, "
+        "actual = 0, input_tokens = 0, output_tokens = 0, cached_input_tokens = 0, "
+        "closed_ms = ? WHERE run_id = ? AND status = 'open'",
+        (closed_ms, run_id),
+    )
+    return cur.rowcount
+
+
+def ledger_totals(conn: sqlite3.Connection, run_id: str | None = None) -> LedgerTotals:
+    where, params = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
+    r = conn.execute(
+        "SELECT COALESCE(SUM(CASE WHEN status <> 'open' THEN reserved END), 0), "
+        "COALESCE(SUM(settled), 0), COALESCE(SUM(released), 0), "
+        "COALESCE(SUM(CASE WHEN status = 'open' THEN reserved END), 0), "
+        f"COALESCE(SUM(status = 'open'), 0) FROM reservation {where}",
+        params,
+    ).fetchone()
+    return LedgerTotals(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]))

@@ -1,0 +1,204 @@
+"""SQL for run state: runs, their pending calls and decisions, and the compare-and-swap steps."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    PARKED = "parked"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+
+
+class Decision(StrEnum):
+    APPROVED = "approved"
+    DENIED = "denied"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    run_id: str
+    status: RunStatus
+    document_path: str
+    document_digest: str | None
+    provider: str
+    model: str
+    created_ms: int
+    updated_ms: int
+    owner_pid: int | None
+    owner_host: str | None
+    claimed: bool
+    outcome: str | None
+    reason: str | None
+    has_snapshot: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCallRow:
+    call_id: str
+    position: int
+    tool: str
+    input_digest: str
+    destructive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    call_id: str
+    decision: Decision
+    actor: str
+    reason: str | None
+    decided_ms: int
+
+
+# Never selects the snapshot itself: listing and status reads must not touch ciphertext.
+_RUN_COLUMNS = ("run_id, status, document_path, document_digest, provider, model, created_ms, "
+                "updated_ms, owner_pid, owner_host, claimed, outcome, reason, "
+                "snapshot IS NOT NULL")
+
+
+def _run(r: tuple) -> RunRow:
+    return RunRow(r[0], RunStatus(r[1]), r[2], r[3], r[4], r[5], int(r[6]), int(r[7]), r[8],
+                  r[9], bool(r[10]), r[11], r[12], bool(r[13]))
+
+
+def insert_run(conn: sqlite3.Connection, *, run_id: str, document_path: str,
+               document_digest: str | None, provider: str, model: str, now_ms: int,
+               owner_pid: int, owner_host: str) -> None:
+    conn.execute(
+        "INSERT INTO run(run_id, status, document_path, document_digest, provider, model, "
+        "created_ms, updated_ms, owner_pid, owner_host, claimed) "
+        "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+        (run_id, document_path, document_digest, provider, model, now_ms, now_ms, owner_pid,
+         owner_host),
+    )
+
+
+def get_run(conn: sqlite3.Connection, run_id: str) -> RunRow | None:
+    r = conn.execute(f"SELECT {_RUN_COLUMNS} FROM run WHERE run_id = ?", (run_id,)).fetchone()
+    return None if r is None else _run(r)
+
+
+def list_runs(conn: sqlite3.Connection, *, status: RunStatus | None = None,
+              document_path: str | None = None, limit: int = 200) -> list[RunRow]:
+    clauses, params = [], []
+    if status is not None:
+        clauses.append("status = ?")
+        params.append(status.value)
+    if document_path is not None:
+        clauses.append("document_path = ?")
+        params.append(document_path)
+    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+    rows = conn.execute(
+        f"SELECT {_RUN_COLUMNS} FROM run {where} ORDER BY created_ms DESC, run_id LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [_run(r) for r in rows]
+
+
+def read_snapshot(conn: sqlite3.Connection, run_id: str) -> bytes | None:
+    r = conn.execute("SELECT snapshot FROM run WHERE run_id = ?", (run_id,)).fetchone()
+    return None if r is None or r[0] is None else bytes(r[0])
+
+
+def park_run(conn: sqlite3.Connection, run_id: str, *, snapshot: bytes, document_digest: str,
+             pending: list[PendingCallRow], now_ms: int) -> bool:
+    """CAS running+claimed → parked+unclaimed with the sealed snapshot and its pending calls."""
+    cur = conn.execute(
+        "UPDATE run SET status = 'parked', claimed = 0, snapshot = ?, document_digest = ?, "
+        "owner_pid = NULL, owner_host = NULL, updated_ms = ? "
+        "WHERE run_id = ? AND status = 'running' AND claimed = 1",
+        (snapshot, document_digest, now_ms, run_id),
+    )
+    if cur.rowcount != 1:
+        return False
+    conn.execute("DELETE FROM pending_call WHERE run_id = ?", (run_id,))
+    conn.executemany(
+        "INSERT INTO pending_call(run_id, call_id, position, tool, input_digest, destructive) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(run_id, p.call_id, p.position, p.tool, p.input_digest, int(p.destructive))
+         for p in pending],
+    )
+    return True
+
+
+def claim_run(conn: sqlite3.Connection, run_id: str, *, expected_snapshot: bytes,
+              owner_pid: int, owner_host: str, now_ms: int) -> bool:
+    """CAS parked+unclaimed → running+claimed, only if the snapshot is the one already checked."""
+    r = conn.execute(
+        "UPDATE run SET status = 'running', claimed = 1, owner_pid = ?, owner_host = ?, "
+        "updated_ms = ?, snapshot = NULL "
+        "WHERE run_id = ? AND status = 'parked' AND claimed = 0 AND snapshot = ? RETURNING 1",
+        (owner_pid, owner_host, now_ms, run_id, expected_snapshot),
+    ).fetchone()
+    return r is not None
+
+
+def finish_run(conn: sqlite3.Connection, run_id: str, *, outcome: str, reason: str | None,
+               now_ms: int, status: RunStatus = RunStatus.FINISHED) -> bool:
+    cur = conn.execute(
+        "UPDATE run SET status = ?, outcome = ?, reason = ?, snapshot = NULL, claimed = 0, "
+        "owner_pid = NULL, owner_host = NULL, updated_ms = ? "
+        "WHERE run_id = ? AND status IN ('running', 'parked')",
+        (status.value, outcome, reason, now_ms, run_id),
+    )
+    return cur.rowcount == 1
+
+
+def running_runs(conn: sqlite3.Connection) -> list[RunRow]:
+    rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM run WHERE status = 'running'").fetchall()
+    return [_run(r) for r in rows]
+
+
+def mark_interrupted(conn: sqlite3.Connection, run_id: str, *, owner_pid: int | None,
+                     now_ms: int) -> bool:
+    """Mark a running run whose owner is gone; the pid check stops a race with a live owner."""
+    cur = conn.execute(
+        "UPDATE run SET status = 'interrupted', outcome = 'interrupted', "
+        "reason = 'process ended mid-step', claimed = 0, owner_pid = NULL, owner_host = NULL, "
+        "updated_ms = ? WHERE run_id = ? AND status = 'running' AND owner_pid IS ?",
+        (now_ms, run_id, owner_pid),
+    )
+    return cur.rowcount == 1
+
+
+def pending_calls(conn: sqlite3.Connection, run_id: str) -> list[PendingCallRow]:
+    rows = conn.execute(
+        "SELECT call_id, position, tool, input_digest, destructive FROM pending_call "
+        "WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
+    return [PendingCallRow(r[0], int(r[1]), r[2], r[3], bool(r[4])) for r in rows]
+
+
+def get_decision(conn: sqlite3.Connection, run_id: str, call_id: str) -> DecisionRow | None:
+    r = conn.execute(
+        "SELECT call_id, decision, actor, reason, decided_ms FROM decision "
+        "WHERE run_id = ? AND call_id = ?", (run_id, call_id)).fetchone()
+    return None if r is None else DecisionRow(r[0], Decision(r[1]), r[2], r[3], int(r[4]))
+
+
+def decisions(conn: sqlite3.Connection, run_id: str) -> list[DecisionRow]:
+    rows = conn.execute(
+        "SELECT call_id, decision, actor, reason, decided_ms FROM decision WHERE run_id = ? "
+        "ORDER BY decided_ms, call_id", (run_id,)).fetchall()
+    return [DecisionRow(r[0], Decision(r[1]), r[2], r[3], int(r[4])) for r in rows]
+
+
+def insert_decision(conn: sqlite3.Connection, run_id: str, row: DecisionRow) -> None:
+    conn.execute(
+        "INSERT INTO decision(run_id, call_id, decision, actor, reason, decided_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (run_id, row.call_id, row.decision.value, row.actor, row.reason, row.decided_ms),
+    )
+
+
+def runs_with_open_holds(conn: sqlite3.Connection) -> list[str]:
+    """Runs that hold open reservations but are not running (left by a crash or a failed settle)."""
+    rows = conn.execute(
+        "SELECT DISTINCT r.run_id FROM reservation r LEFT JOIN run ON run.run_id = r.run_id "
+        "WHERE r.status = 'open' AND (run.status IS NULL OR run.status <> 'running')"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
