@@ -1,0 +1,195 @@
+"""Defining tools (`define_tool`) and the frozen registry that resolves them by exact name."""
+
+from __future__ import annotations
+
+import builtins
+import copy
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Generic, NoReturn
+
+from stockade.protocol.request import ToolSpec
+from stockade.tools.canonical import digest
+from stockade.tools.runtime import (
+    PreparedCall,
+    PrepareFailed,
+    PrepareResult,
+    Tool,
+    ToolContext,
+    ToolEffect,
+    ToolOutcome,
+)
+from stockade.tools.schema import InputT, json_schema, parse_input
+
+
+def _read_and_destructive(name: str) -> ValueError:
+    return ValueError(f'Tool "{name}" cannot be both read-only and destructive.')
+
+
+class DefinedTool(Generic[InputT]):
+    """A tool built by `define_tool`: static effect, a typed input model, summary and body.
+
+    `prepare` is the only way to a `PreparedCall`; the call's `run` closes over the validated
+    input, so raw model JSON never reaches `execute`.
+    """
+
+    __slots__ = ("_description", "_destructive", "_effect", "_execute", "_input_model", "_name",
+                 "_schema", "_summarize")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        input_model: type[InputT],
+        effect: ToolEffect,
+        destructive: bool,
+        summarize: Callable[[InputT], str],
+        execute: Callable[[InputT, ToolContext], Awaitable[ToolOutcome]],
+    ) -> None:
+        effect = ToolEffect(effect)
+        if effect is ToolEffect.READ and destructive:
+            raise _read_and_destructive(name)
+        self._name = name
+        self._description = description
+        self._input_model = input_model
+        self._effect = effect
+        self._destructive = bool(destructive)
+        self._summarize = summarize
+        self._execute = execute
+        self._schema = json_schema(input_model)  # fails at definition time, not at request time
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if hasattr(self, "_schema"):
+            raise AttributeError(f'tool "{self._name}" is immutable')
+        object.__setattr__(self, key, value)
+
+    def __repr__(self) -> str:
+        return f"<tool {self._name} {self._effect.value}{' destructive' if self._destructive else ''}>"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def effect(self) -> ToolEffect:
+        return self._effect
+
+    @property
+    def destructive(self) -> bool:
+        return self._destructive
+
+    @property
+    def input_model(self) -> type[InputT]:
+        return self._input_model
+
+    def input_schema(self) -> dict[str, Any]:
+        """A fresh copy of the advertised JSON schema (callers may not alter the tool's)."""
+        return copy.deepcopy(self._schema)
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self._name, description=self._description, input_schema=self.input_schema())
+
+    def parse(self, raw: Any) -> InputT | list[str]:
+        """Typed input, or `path: message` issues."""
+        return parse_input(self._input_model, raw)
+
+    def prepare(self, raw: Any) -> PrepareResult:
+        parsed = self.parse(raw)
+        if isinstance(parsed, list):
+            return PrepareFailed(issues=tuple(parsed))
+        value: InputT = parsed
+        canonical = value.given()
+        execute = self._execute
+
+        async def run(ctx: ToolContext) -> ToolOutcome:
+            return await execute(value, ctx)
+
+        return PreparedCall(
+            tool_name=self._name,
+            summary=self._summarize(value),
+            input_digest=digest(canonical),
+            input=canonical,
+            run=run,
+        )
+
+
+def define_tool(
+    name: str,
+    description: str,
+    input_model: type[InputT],
+    effect: ToolEffect,
+    destructive: bool,
+    summarize: Callable[[InputT], str],
+    execute: Callable[[InputT, ToolContext], Awaitable[ToolOutcome]],
+) -> DefinedTool[InputT]:
+    """Define a tool. A read tool that is also destructive is a programming error (raises)."""
+    return DefinedTool(name, description, input_model, effect, destructive, summarize, execute)
+
+
+class ToolRegistry:
+    """An immutable set of tools in registration order, looked up by exact name only.
+
+    No stripping, case folding or Unicode normalization: `"delete_element "` and
+    `"delete_element\\u200b"` are different, unknown names.
+    """
+
+    __slots__ = ("_by_name", "_tools")
+    _tools: tuple[Tool, ...]
+    _by_name: Mapping[str, Tool]
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        ordered = tuple(tools)
+        by_name: dict[str, Tool] = {}
+        for tool in ordered:
+            if tool.name in by_name:
+                raise ValueError(f'Duplicate tool name "{tool.name}" in registry.')
+            if ToolEffect(tool.effect) is ToolEffect.READ and tool.destructive:
+                raise _read_and_destructive(tool.name)
+            by_name[tool.name] = tool
+        object.__setattr__(self, "_tools", ordered)
+        object.__setattr__(self, "_by_name", MappingProxyType(by_name))
+
+    def __setattr__(self, key: str, value: Any) -> NoReturn:
+        raise AttributeError("a tool registry is immutable")
+
+    def __delattr__(self, key: str) -> NoReturn:
+        raise AttributeError("a tool registry is immutable")
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._by_name
+
+    def get(self, name: str) -> Tool | None:
+        """The tool registered under exactly `name`, else None."""
+        if not isinstance(name, str):
+            return None
+        return self._by_name.get(name)
+
+    def list(self) -> tuple[Tool, ...]:
+        """Every tool, in registration order."""
+        return self._tools
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """What a `ChatRequest` advertises: exactly these tools, nothing else."""
+        return tuple(
+            ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema())
+            for t in self._tools
+        )
+
+
+def default_registry() -> ToolRegistry:
+    """The production tools: the four read tools, then the twelve graph tools in spec order."""
+    from stockade.tools.graph_tools import graph_tools
+    from stockade.tools.read_tools import read_tools
+
+    tools: builtins.list[Tool] = [*read_tools(), *graph_tools()]
+    return ToolRegistry(tools)
