@@ -1,0 +1,101 @@
+"""`stockade report FILE -o OUT [--json]`: write an HTML report, or a CSV or JSON export."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from stockade.cli.common import (
+    ExitCode,
+    LoadFailure,
+    UsageError,
+    display_path,
+    existing_files,
+    load_document,
+    print_json,
+)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register the `report` subcommand."""
+    parser = subparsers.add_parser(
+        "report",
+        help="write an HTML report or a CSV/JSON export of a .thf file",
+        description=(
+            "Write a report of FILE to OUT. The format follows the suffix of OUT: "
+            ".html (standalone report), .csv (one row per threat) or .json."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", help="a .thf file")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="OUT.html, OUT.csv or OUT.json"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render the report the output suffix names and write it atomically."""
+    from stockade.report.files import format_for_path, write_report
+    from stockade.report.summary import summarize
+
+    output = Path(args.output)
+    fmt = format_for_path(output)
+    if fmt is None:
+        shown_suffix = output.suffix or "(none)"
+        raise UsageError(
+            f"report: unsupported output format {shown_suffix}: name the output .html, .csv "
+            "or .json"
+        )
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"report: no such folder for the output: {folder}")
+    if output.is_dir():
+        raise UsageError(f"report: the output is a folder: {args.output}")
+    (path,) = existing_files([args.file], "report")
+    result: dict[str, Any] = {
+        "path": display_path(path),
+        "output": display_path(output),
+        "format": fmt.value,
+        "ok": False,
+        "error": None,
+    }
+    outcome = load_document(path)
+    if isinstance(outcome, LoadFailure):
+        result["error"] = outcome.to_json()
+        _finish(args, result, f"{display_path(path)}: {outcome.code}: {outcome.message}")
+        return ExitCode.FAILED
+    try:
+        write_report(outcome, output)
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        result["error"] = {
+            "code": "write_failed",
+            "message": f"The report could not be written: {reason}.",
+        }
+        _finish(args, result, f"{display_path(output)}: not written: {reason}")
+        return ExitCode.FAILED
+    summary = summarize(outcome)
+    result["ok"] = True
+    result["counts"] = {
+        "elements": summary.elements,
+        "data_flows": summary.data_flows,
+        "trust_boundaries": summary.trust_boundaries,
+        "threats": summary.threats,
+        "unmitigated_critical_high": len(summary.open_critical_high),
+    }
+    _finish(
+        args,
+        result,
+        f"wrote {display_path(output)} ({fmt.value}: {summary.elements} elements, "
+        f"{summary.data_flows} flows, {summary.threats} threats)",
+    )
+    return ExitCode.OK
+
+
+def _finish(args: argparse.Namespace, result: dict[str, Any], line: str) -> None:
+    if args.json:
+        print_json(result)
+    else:
+        print(line)

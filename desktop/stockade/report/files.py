@@ -1,0 +1,82 @@
+"""Writing a report: the format chosen by the output suffix, written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+
+from stockade.thf.model import ThreatModel
+
+
+class ReportFormat(StrEnum):
+    """The report formats, named by the output file suffix."""
+
+    HTML = "html"
+    CSV = "csv"
+    JSON = "json"
+
+
+def format_for_path(path: Path) -> ReportFormat | None:
+    """The report format an output path asks for (by suffix, any case); None if unknown."""
+    suffix = path.suffix.lower().lstrip(".")
+    try:
+        return ReportFormat(suffix)
+    except ValueError:
+        return None
+
+
+def render_report(
+    model: ThreatModel, fmt: ReportFormat, *, generated: _dt.date | None = None
+) -> str:
+    """The report text in one format. `generated` dates the HTML footer (default: today)."""
+    if fmt is ReportFormat.HTML:
+        from stockade.report.html import render_html
+
+        return render_html(model, generated=generated)
+    if fmt is ReportFormat.CSV:
+        from stockade.report.csv_export import render_csv
+
+        return render_csv(model)
+    from stockade.report.json_export import render_json
+
+    return render_json(model)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text as UTF-8 so that `path` is either the old file or the complete new one.
+
+    The temporary file sits in the same folder so the final rename never crosses devices.
+    """
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        # newline="" keeps the exact line endings we produced (the CSV writer emits CRLF).
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp creates 0600; a report is an ordinary document the user may share.
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
+def write_report(
+    model: ThreatModel, path: Path, *, generated: _dt.date | None = None
+) -> ReportFormat:
+    """Render the report the suffix of `path` names and write it atomically.
+
+    Raises ValueError for an unknown suffix and OSError when the file cannot be written.
+    """
+    fmt = format_for_path(path)
+    if fmt is None:
+        raise ValueError(f"unknown report format {path.suffix!r}; use .html, .csv or .json")
+    atomic_write_text(path, render_report(model, fmt, generated=generated))
+    return fmt
