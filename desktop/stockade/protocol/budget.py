@@ -1,0 +1,106 @@
+"""Context budgeting: fit history into a model's window by dropping whole old exchanges."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from stockade.protocol.errors import ProtocolException, context_overflow, utf16_len
+from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+
+CHARS_PER_TOKEN = 4
+PER_MESSAGE_OVERHEAD_TOKENS = 4
+
+TurnGroup = tuple[Message, ...]
+
+
+def _input_chars(value: object) -> int:
+    try:
+        return utf16_len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError):
+        return 0  # an input that cannot be serialized is never sent either
+
+
+def estimate_tokens(message: Message) -> int:
+    """A cheap, deterministic token estimate: UTF-16 units / 4, rounded up, plus overhead."""
+    chars = 0
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            chars += utf16_len(block.text)
+        elif isinstance(block, ToolCallBlock):
+            chars += utf16_len(block.name) + _input_chars(block.input)
+        elif isinstance(block, ToolResultBlock):
+            chars += utf16_len(block.content)
+    return math.ceil(chars / CHARS_PER_TOKEN) + PER_MESSAGE_OVERHEAD_TOKENS
+
+
+def turn_groups(messages: Sequence[Message]) -> tuple[TurnGroup, ...]:
+    """`messages` cut into groups that close only when no tool call is left unanswered.
+
+    Dropping whole groups is what keeps every tool result next to its call; a trailing group
+    with unanswered calls stays one group.
+    """
+    groups: list[TurnGroup] = []
+    current: list[Message] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        current.append(message)
+        for block in message.content:
+            if isinstance(block, ToolCallBlock):
+                open_calls.add(block.id)
+            elif isinstance(block, ToolResultBlock):
+                open_calls.discard(block.tool_call_id)
+        if not open_calls:
+            groups.append(tuple(current))
+            current = []
+    if current:
+        groups.append(tuple(current))
+    return tuple(groups)
+
+
+def budget_messages(
+    messages: Sequence[Message],
+    *,
+    max_input_tokens: int,
+    reserve_output_tokens: int,
+    overhead_tokens: int = 0,
+) -> tuple[Message, ...]:
+    """The newest whole groups that fit `max_input_tokens - reserve_output_tokens - overhead`.
+
+    Groups are taken newest first and the walk stops at the first that does not fit, so the
+    kept history is always a contiguous tail. `overhead_tokens` lets a caller account for the
+    system prompt and tool schemas. Raises `ProtocolException(context_overflow)` when even the
+    newest group does not fit.
+    """
+    if not messages:
+        return ()
+    available = max_input_tokens - reserve_output_tokens - overhead_tokens
+    kept: list[TurnGroup] = []
+    total = 0
+    for group in reversed(turn_groups(messages)):
+        cost = sum(estimate_tokens(m) for m in group)
+        if total + cost > available:
+            break
+        kept.append(group)
+        total += cost
+    if not kept:
+        raise ProtocolException(context_overflow())
+    return tuple(m for group in reversed(kept) for m in group)
+
+
+def cap_message_history(messages: Sequence[Message], max_messages: int) -> tuple[Message, ...]:
+    """At most `max_messages` messages in whole groups; the newest group is kept even if larger."""
+    if len(messages) <= max_messages:
+        return tuple(messages)
+    groups = turn_groups(messages)
+    kept: list[TurnGroup] = []
+    count = 0
+    for group in reversed(groups):
+        if count + len(group) > max_messages:
+            break
+        kept.append(group)
+        count += len(group)
+    if not kept:
+        kept.append(groups[-1])  # never empty and never split: a partial group breaks pairing
+    return tuple(m for group in reversed(kept) for m in group)
