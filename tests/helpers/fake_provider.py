@@ -119,6 +119,7 @@ class RecordedRequest:
 class _State:
     script: list[Reply] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
+    hangups: int = 0
 
 
 _REASONS = {
@@ -196,6 +197,7 @@ class FakeProviderServer:
         with self._lock:
             self._state.script = list(replies)
             self._state.requests = []
+            self._state.hangups = 0
 
     def add(self, *replies: Reply) -> None:
         with self._lock:
@@ -205,6 +207,12 @@ class FakeProviderServer:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._state.requests)
+
+    @property
+    def hangups(self) -> int:
+        """How many stalled replies ended because the client closed the connection."""
+        with self._lock:
+            return self._state.hangups
 
     @property
     def remaining(self) -> int:
@@ -291,8 +299,8 @@ class FakeProviderServer:
             body = raw.decode("utf-8", "replace")
         return RecordedRequest(method=method, path=path, headers=headers, body=body, raw_body=raw)
 
-    @staticmethod
     async def _write_reply(
+        self,
         writer: asyncio.StreamWriter,
         reader: asyncio.StreamReader,
         request: RecordedRequest,
@@ -344,6 +352,8 @@ class FakeProviderServer:
             # Keep the response open until the client hangs up (cancellation tests).
             with contextlib.suppress(Exception):
                 await reader.read()
+            with self._lock:
+                self._state.hangups += 1
             return False
         writer.write(b"0\r\n\r\n")
         await writer.drain()
@@ -355,7 +365,18 @@ class FakeProviderServer:
 # ----------------------------------------------------------------------------------------------
 
 ToolCallSpec = tuple[str, str, Any]
-"""(call id, tool name, input)."""
+"""(call id, tool name, input). An input of type `Fragments` is streamed verbatim."""
+
+
+class Fragments(tuple[str, ...]):
+    """Exact argument fragments for one call (may join to invalid JSON on purpose)."""
+
+
+def _fragments(call_input: Any, pieces: int) -> list[str]:
+    if isinstance(call_input, Fragments):
+        return [f for f in call_input if f]
+    text = "" if call_input == {} else json.dumps(call_input, ensure_ascii=False)
+    return split_arguments(text, pieces)
 
 
 def sse_body(frames: Iterable[tuple[str | None, Any]]) -> bytes:
@@ -451,8 +472,7 @@ def anthropic_frames(
                 },
             )
         )
-        arguments = "" if call_input == {} else json.dumps(call_input, ensure_ascii=False)
-        for fragment in split_arguments(arguments, argument_pieces):
+        for fragment in _fragments(call_input, argument_pieces):
             frames.append(
                 (
                     "content_block_delta",
@@ -564,8 +584,7 @@ def openai_frames(
                 ),
             )
         )
-        arguments = "" if call_input == {} else json.dumps(call_input, ensure_ascii=False)
-        for fragment in split_arguments(arguments, argument_pieces):
+        for fragment in _fragments(call_input, argument_pieces):
             frames.append(
                 (
                     None,

@@ -113,19 +113,22 @@ def openai_tools(request: ChatRequest) -> list[dict[str, Any]]:
 class OpenAIMapper:
     """Maps one Chat Completions chunk stream (OpenAI or a compatible server).
 
-    Tool-call fragments are keyed by their `index`; all pending calls are parsed once when
-    a `finish_reason` arrives. `[DONE]` is the terminal frame.
+    Tool-call fragments are keyed by their `index`. A call's arguments are parsed once, when
+    the next call starts or a `finish_reason` (or `[DONE]`) arrives. `[DONE]` is terminal.
     """
 
     def __init__(self, label: str = LABEL) -> None:
         self._label = label
         self._pending: dict[int, PendingToolCall] = {}
+        self._finished: set[int] = set()
         self._started = False
         self._stop_reason = StopReason.UNKNOWN
 
     def map_frame(self, frame: SseFrame) -> list[StreamEvent]:
         if frame.data.strip() == "[DONE]":
-            return [MessageStop(stop_reason=self._stop_reason)]
+            # Calls still open here (a server that sent no finish_reason) are parsed rather
+            # than silently lost.
+            return [*self._finish_pending(), MessageStop(stop_reason=self._stop_reason)]
         try:
             chunk = json.loads(frame.data)
         except ValueError:
@@ -163,9 +166,7 @@ class OpenAIMapper:
             reason = choice.get("finish_reason")
             if isinstance(reason, str):
                 self._stop_reason = _FINISH_REASONS.get(reason, StopReason.UNKNOWN)
-                # Arrival order: the dict keeps insertion order.
-                events.extend(finish_tool_call(call) for call in self._pending.values())
-                self._pending.clear()
+                events.extend(self._finish_pending())
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             details = usage.get("prompt_tokens_details")
@@ -186,6 +187,13 @@ class OpenAIMapper:
         function = fragment.get("function") or {}
         arguments = function.get("arguments")
         arguments = arguments if isinstance(arguments, str) else ""
+        if index in self._finished:
+            return [
+                notice(
+                    f"The {self._label} stream sent arguments for a tool call that had already "
+                    "ended; they were ignored."
+                )
+            ]
         call = self._pending.get(index)
         events: list[StreamEvent] = []
         if call is None:
@@ -197,12 +205,22 @@ class OpenAIMapper:
                         "call."
                     )
                 ]
+            # Calls stream one after another, so a new call means the earlier ones are whole.
+            # Completing them here gives the same event order as Anthropic's per-block stops.
+            events.extend(self._finish_pending())
             call = PendingToolCall(id=call_id, name=name)
             self._pending[index] = call
             events.append(ToolCallStart(id=call_id, name=name))
         if arguments:
             call.fragments.append(arguments)
             events.append(ToolCallInputDelta(id=call.id, partial_json=arguments))
+        return events
+
+    def _finish_pending(self) -> list[StreamEvent]:
+        # Arrival order: the dict keeps insertion order.
+        events = [finish_tool_call(call) for call in self._pending.values()]
+        self._finished.update(self._pending)
+        self._pending.clear()
         return events
 
     def _in_stream_error(self, error: Any) -> StreamEvent:
@@ -236,13 +254,19 @@ def chat_completions_body(request: ChatRequest) -> dict[str, Any]:
 
 
 async def stream_chat_completions(
-    make_client: Callable[[], openai.AsyncOpenAI], request: ChatRequest, label: str
+    make_client: Callable[[], openai.AsyncOpenAI],
+    request: ChatRequest,
+    label: str,
+    *,
+    extra_headers: dict[str, Any] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """One streamed Chat Completions request; shared by the OpenAI and local providers.
 
     The client is made per request because its connection pool belongs to one event loop.
     """
     body = chat_completions_body(request)
+    if extra_headers:
+        body["extra_headers"] = extra_headers
     client = make_client()
 
     async def open_stream() -> SdkStream:
