@@ -1,0 +1,96 @@
+"""Desktop app bootstrap: QApplication, the qasync event loop, the main window, `--screenshot`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+SCREENSHOT_SIZE = (1280, 800)
+
+
+def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None = "tree") -> int:
+    """Open the main window (on `file` if given) and run until it closes; returns the exit code.
+
+    With `screenshot`, the window is rendered offscreen once loading is done, saved as PNG
+    and the app exits: 0 when the image was written, 1 when the file or image failed.
+    """
+    if screenshot and not os.environ.get("QT_QPA_PLATFORM"):
+        # Must be set before the QApplication exists; a screenshot never needs a display.
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from stockade.ui import crash_handler
+    from stockade.ui.main_window import MainWindow
+
+    crash_handler.install_log_file()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Stockade")
+    app.setOrganizationName("Stockade")
+    crash_handler.install_exception_hook()
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    window = MainWindow()
+    if screenshot:
+        window.resize(*SCREENSHOT_SIZE)
+    with loop:
+        return loop.run_until_complete(_run(window, file, screenshot, tab or "tree"))
+
+
+async def _run(window: object, file: str | None, screenshot: str | None, tab: str) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from stockade.ui.main_window import AppTab, MainWindow
+
+    assert isinstance(window, MainWindow)
+    app = QApplication.instance()
+    closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_last_window_closed() -> None:
+        if not closed.done():
+            closed.set_result(None)
+
+    app.lastWindowClosed.connect(on_last_window_closed)  # type: ignore[union-attr]
+    window.show()
+    opened = True
+    if file:
+        if screenshot:
+            # Nobody can read a dialog offscreen: a failed open goes to stderr instead.
+            window.prompts.show_error = lambda title, text: print(  # type: ignore[method-assign]
+                f"stockade: {title}: {text}", file=sys.stderr
+            )
+        opened = await window.open_file(Path(file))
+    window.show_tab(AppTab(tab))
+    if screenshot:
+        if not opened:
+            return 1
+        return await _save_screenshot(window, Path(screenshot))
+    await closed
+    return 0
+
+
+async def _save_screenshot(window: object, path: Path) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from stockade.ui.main_window import MainWindow
+
+    assert isinstance(window, MainWindow)
+    window.prepare_screenshot()
+    # A few turns of the loop let layouts settle and the lazily drawn diagram build and fit.
+    for _ in range(5):
+        QApplication.processEvents()
+        await asyncio.sleep(0.02)
+    if window.tabs.currentWidget() is window.diagram_view:
+        window.diagram_view.fit()  # the view only has its final size now
+        QApplication.processEvents()
+    image = window.grab()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not image.save(str(path), "PNG"):
+        print(f"stockade: the screenshot could not be written to {path}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,135 @@
+"""Opening, saving and exporting documents off the UI thread, with failures in plain words."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from stockade.thf.errors import SaveError, ThfError, ThfErrorCode
+from stockade.thf.model import ThreatModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """Why a file operation did not happen, ready to show: a title and one or two sentences."""
+
+    title: str
+    message: str
+
+
+_CODE_HINTS: dict[ThfErrorCode, str] = {
+    ThfErrorCode.PARSE: "It is not readable as a threat model",
+    ThfErrorCode.MISSING_SECTION: "A required part of the document is missing",
+    ThfErrorCode.INVALID_FIELD: "A field holds a value the format does not allow",
+    ThfErrorCode.UNSUPPORTED_VERSION: "It was written in a format version Stockade does not read",
+    ThfErrorCode.DUPLICATE_ID: "Two entries share one id",
+    ThfErrorCode.INVALID_REFERENCE: "An entry refers to something that does not exist",
+    ThfErrorCode.CIRCULAR_GROUP_NESTING: "Groups are nested inside each other in a circle",
+}
+
+
+def _os_reason(err: OSError) -> str:
+    if isinstance(err, FileNotFoundError):
+        return "the file or its folder does not exist"
+    if isinstance(err, IsADirectoryError):
+        return "that is a folder, not a file"
+    if isinstance(err, PermissionError) or err.errno in (errno.EACCES, errno.EPERM):
+        return "Stockade is not allowed to use that location"
+    if err.errno == errno.EROFS:
+        return "the location is read-only"
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    return err.strerror.lower() if err.strerror else "the operating system refused"
+
+
+def describe_read_failure(path: Path, err: BaseException) -> FileProblem:
+    title = f"Could not open {path.name}"
+    if isinstance(err, ThfError):
+        hint = _CODE_HINTS.get(err.code, "The document is not valid")
+        return FileProblem(title, f"{hint}. {err.message}")
+    if isinstance(err, UnicodeDecodeError):
+        return FileProblem(title, "The file is not UTF-8 text, so it cannot be a threat model.")
+    if isinstance(err, OSError):
+        return FileProblem(title, f"The file could not be read: {_os_reason(err)}.")
+    return FileProblem(
+        title, "An unexpected problem stopped the file from opening. Details are in the log file."
+    )
+
+
+def describe_write_failure(path: Path, err: BaseException, what: str = "saved") -> FileProblem:
+    title = f"{path.name} was not {what}"
+    if isinstance(err, SaveError):
+        message = err.message.rstrip(".")
+        return FileProblem(title, f"{message}. Your changes are still open in Stockade.")
+    if isinstance(err, OSError):
+        return FileProblem(
+            title,
+            f"The file could not be written: {_os_reason(err)}. "
+            "Your changes are still open in Stockade.",
+        )
+    return FileProblem(
+        title,
+        "An unexpected problem stopped the file from being written. Your changes are still "
+        "open in Stockade; details are in the log file.",
+    )
+
+
+def _read_sync(path: Path) -> ThreatModel:
+    from stockade.thf.reader import read_file
+
+    return read_file(path)
+
+
+def _save_sync(document: ThreatModel, path: Path) -> None:
+    from stockade.thf.writer import save
+
+    save(document, path)
+
+
+def _export_sync(document: ThreatModel, path: Path) -> None:
+    from stockade.report.files import write_report
+
+    write_report(document, path)
+
+
+async def read_document(path: Path) -> ThreatModel | FileProblem:
+    """Read and validate a file in a worker thread."""
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(None, _read_sync, path)
+    except (ThfError, OSError, UnicodeDecodeError) as err:
+        return describe_read_failure(path, err)
+    except Exception as err:
+        log.exception("unexpected failure while opening a document")
+        return describe_read_failure(path, err)
+
+
+async def write_document(document: ThreatModel, path: Path) -> FileProblem | None:
+    """Save atomically in a worker thread; None when the file is on disk."""
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.run_in_executor(None, _save_sync, document, path)
+    except (SaveError, OSError) as err:
+        return describe_write_failure(path, err)
+    except Exception as err:
+        log.exception("unexpected failure while saving a document")
+        return describe_write_failure(path, err)
+    return None
+
+
+async def export_report(document: ThreatModel, path: Path) -> FileProblem | None:
+    """Write the HTML, CSV or JSON report that the file suffix names."""
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.run_in_executor(None, _export_sync, document, path)
+    except OSError as err:
+        return describe_write_failure(path, err, "exported")
+    except Exception as err:
+        log.exception("unexpected failure while exporting a report")
+        return describe_write_failure(path, err, "exported")
+    return None

@@ -1,0 +1,558 @@
+"""The main window: composes the panes, wires the menus, and owns nothing but that wiring."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from collections.abc import Callable, Coroutine
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
+
+from stockade.paths import data_dir
+from stockade.thf.errors import ThfError
+from stockade.thf.model import Severity, ThreatModel
+from stockade.ui import crash_handler
+from stockade.ui.detail_pane import DetailPane
+from stockade.ui.diagram_view import DiagramView
+from stockade.ui.document_files import FileProblem, export_report, read_document, write_document
+from stockade.ui.document_tree import DocumentTreePane
+from stockade.ui.open_document import HistoryFactory, OpenDocument
+from stockade.ui.prompts import Prompts, UnsavedChoice
+from stockade.ui.recent_files import RecentFiles
+from stockade.ui.summary_view import SummaryView
+
+
+class AppTab(StrEnum):
+    """The tabs `--tab` can show; `tree` is the tree with the detail pane."""
+
+    TREE = "tree"
+    DIAGRAM = "diagram"
+    SUMMARY = "summary"
+    CHAT = "chat"
+
+
+REPORT_FORMATS: tuple[tuple[str, str], ...] = (
+    ("html", "HTML report (*.html)"),
+    ("csv", "CSV threat list (*.csv)"),
+    ("json", "JSON export (*.json)"),
+)
+
+
+def window_settings() -> QSettings:
+    """Window geometry lives in an ini file in the data folder, never in the OS registry."""
+    return QSettings(str(data_dir() / "window.ini"), QSettings.Format.IniFormat)
+
+
+class MainWindow(QMainWindow):
+    """Tree on the left, Details / Diagram / Summary tabs on the right.
+
+    Extension points for the assistant: `assistant_menu` (hidden until it has actions),
+    `edit_menu` (Settings…), `view_menu` (audit viewer), `add_side_dock()` for the chat pane and
+    `register_tab(AppTab.CHAT, show)` so `--tab chat` can reveal it. The assistant commits
+    through `open_document.history` and then calls `open_document.notify_committed()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompts: Prompts | None = None,
+        history_factory: HistoryFactory | None = None,
+        probe_keyring: bool = True,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.prompts = prompts if prompts is not None else Prompts(self)
+        self.open_document = OpenDocument(self, history_factory)
+        self.recent_files = RecentFiles()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._close_approved = False
+        self._tab_handlers: dict[AppTab, Callable[[], None]] = {}
+
+        self.tree_pane = DocumentTreePane(self)
+        self.detail_pane = DetailPane(self.open_document, self)
+        self.diagram_view = DiagramView(self)
+        self.summary_view = SummaryView(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("mainTabs")
+        self.tabs.addTab(self.detail_pane, "Details")
+        self.tabs.addTab(self.diagram_view, "Diagram")
+        self.tabs.addTab(self.summary_view, "Summary")
+        self._tab_index = {AppTab.TREE: 0, AppTab.DIAGRAM: 1, AppTab.SUMMARY: 2}
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.addWidget(self.tree_pane)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([480, 800])
+        self.setCentralWidget(self.splitter)
+
+        self.validation_label = self._status_label("statusValidation", "No document")
+        self.dirty_label = self._status_label("statusDirty", "")
+        self.keyring_label = self._status_label("statusKeyring", "Keyring: checking…")
+
+        self._build_menus()
+        self._connect()
+        self._update_title()
+        self._update_edit_actions()
+        self.resize(1280, 800)
+        self._restore_geometry()
+        crash_handler.set_notifier(self._on_unexpected_error)
+        if probe_keyring:
+            self.spawn(self.refresh_keyring_status())
+
+    # -- construction -----------------------------------------------------------------------
+
+    def _status_label(self, name: str, text: str) -> QLabel:
+        label = QLabel(text, self)
+        label.setObjectName(name)
+        self.statusBar().addPermanentWidget(label)
+        return label
+
+    def _action(
+        self,
+        menu: QMenu,
+        name: str,
+        text: str,
+        slot: Callable[[], Any],
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+    ) -> QAction:
+        action = QAction(text, self)
+        action.setObjectName(name)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(lambda _checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("&File")
+        self.file_menu.setObjectName("fileMenu")
+        self.template_menu = self.file_menu.addMenu("New from template")
+        self.template_menu.setObjectName("templateMenu")
+        self.template_menu.aboutToShow.connect(self._fill_template_menu)
+        self._fill_template_menu()
+        self._action(
+            self.file_menu, "actionOpen", "&Open…",
+            lambda: self.spawn(self.open_with_dialog()), QKeySequence.StandardKey.Open,
+        )
+        self.recent_menu = self.file_menu.addMenu("Open &Recent")
+        self.recent_menu.setObjectName("recentMenu")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.file_menu.addSeparator()
+        self.save_action = self._action(
+            self.file_menu, "actionSave", "&Save",
+            lambda: self.spawn(self.save()), QKeySequence.StandardKey.Save,
+        )
+        self.save_as_action = self._action(
+            self.file_menu, "actionSaveAs", "Save &As…",
+            lambda: self.spawn(self.save_as()), QKeySequence.StandardKey.SaveAs,
+        )
+        self.export_menu = self.file_menu.addMenu("&Export report")
+        self.export_menu.setObjectName("exportMenu")
+        for fmt, label in REPORT_FORMATS:
+            self._action(
+                self.export_menu, f"actionExport{fmt.upper()}", label.split(" (")[0] + "…",
+                lambda fmt=fmt: self.spawn(self.export_with_dialog(fmt)),  # type: ignore[misc]
+            )
+        self.file_menu.addSeparator()
+        self._action(self.file_menu, "actionQuit", "&Quit", self.close, QKeySequence.StandardKey.Quit)
+
+        self.edit_menu = bar.addMenu("&Edit")
+        self.edit_menu.setObjectName("editMenu")
+        self.undo_action = self._action(
+            self.edit_menu, "actionUndo", "&Undo", self.open_document.undo, QKeySequence.StandardKey.Undo
+        )
+        self.redo_action = self._action(
+            self.edit_menu, "actionRedo", "&Redo", self.open_document.redo, QKeySequence.StandardKey.Redo
+        )
+
+        self.view_menu = bar.addMenu("&View")
+        self.view_menu.setObjectName("viewMenu")
+        self._action(self.view_menu, "actionShowTree", "&Details", lambda: self.show_tab(AppTab.TREE), "Ctrl+1")
+        self._action(
+            self.view_menu, "actionShowDiagram", "Dia&gram", lambda: self.show_tab(AppTab.DIAGRAM), "Ctrl+2"
+        )
+        self._action(
+            self.view_menu, "actionShowSummary", "&Summary", lambda: self.show_tab(AppTab.SUMMARY), "Ctrl+3"
+        )
+        self.view_menu.addSeparator()
+        self._action(
+            self.view_menu, "actionZoomIn", "Zoom &in", self._zoom_in, QKeySequence.StandardKey.ZoomIn
+        )
+        self._action(
+            self.view_menu, "actionZoomOut", "Zoom &out", self._zoom_out, QKeySequence.StandardKey.ZoomOut
+        )
+        self._action(self.view_menu, "actionFit", "&Fit diagram", self._fit, "Ctrl+0")
+
+        self.assistant_menu = bar.addMenu("&Assistant")
+        self.assistant_menu.setObjectName("assistantMenu")
+        self.assistant_menu.menuAction().setVisible(False)
+
+        self.help_menu = bar.addMenu("&Help")
+        self.help_menu.setObjectName("helpMenu")
+        self._action(self.help_menu, "actionAbout", "&About Stockade", self._show_about)
+
+    def _connect(self) -> None:
+        doc = self.open_document
+        doc.documentReplaced.connect(self._on_document_documentReplaced)
+        doc.documentChanged.connect(self._on_document_documentChanged)
+        doc.dirtyChanged.connect(self._on_document_dirtyChanged)
+        doc.pathChanged.connect(self._on_document_pathChanged)
+        self.tree_pane.entitySelected.connect(self._on_tree_entitySelected)
+        self.diagram_view.entitySelected.connect(self._on_diagram_entitySelected)
+        self.summary_view.entitySelected.connect(self._on_summary_entitySelected)
+
+    # -- extension points -------------------------------------------------------------------
+
+    def add_side_dock(self, widget: QWidget, title: str, name: str) -> QDockWidget:
+        """Dock a pane (the chat) on the right edge."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        return dock
+
+    def register_tab(self, tab: AppTab, show: Callable[[], None]) -> None:
+        self._tab_handlers[tab] = show
+
+    def show_tab(self, tab: AppTab | str) -> None:
+        tab = AppTab(tab)
+        handler = self._tab_handlers.get(tab)
+        if handler is not None:
+            handler()
+        elif tab in self._tab_index:
+            self.tabs.setCurrentIndex(self._tab_index[tab])
+
+    def prepare_screenshot(self) -> None:
+        """Show something worth looking at: sections open and the most severe threat selected."""
+        document = self.open_document.document
+        if document is None:
+            return
+        self.tree_pane.expand_sections(("elements", "threats"))
+        if document.threats:
+            worst = min(document.threats, key=lambda t: list(Severity).index(t.severity))
+            if self.tree_pane.select_entity("threats", worst.id):
+                self._on_tree_entitySelected("threats", worst.id)
+
+    # -- async plumbing ---------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run a coroutine on the qasync loop; an exception it raises reaches the crash handler."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._on_task_done)
+        return task
+
+    def _on_task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            crash_handler.report_exception(task.exception())  # type: ignore[arg-type]
+
+    # -- file operations --------------------------------------------------------------------
+
+    async def open_file(self, path: Path | str) -> bool:
+        """Open a file; on any failure the current document stays open and the reason is shown."""
+        path = Path(path)
+        if not await self._settle_unsaved_changes():
+            return False
+        self.statusBar().showMessage(f"Opening {path.name}…")
+        result = await read_document(path)
+        if isinstance(result, FileProblem):
+            self.statusBar().showMessage(result.title, 8000)
+            self.prompts.show_error(result.title, result.message)
+            return False
+        self.open_document.replace(result, path, saved=True)
+        self.recent_files.add(path)
+        self.statusBar().showMessage(f"Opened {path.name}", 4000)
+        return True
+
+    async def open_with_dialog(self) -> bool:
+        current = self.open_document.path
+        chosen = await self.prompts.choose_open_path(str(current.parent) if current else "")
+        return await self.open_file(chosen) if chosen else False
+
+    async def new_from_template(self, template_id: str) -> bool:
+        if not await self._settle_unsaved_changes():
+            return False
+        from stockade.thf.templates import new_from_template
+
+        loop = asyncio.get_running_loop()
+        try:
+            document = await loop.run_in_executor(
+                None, new_from_template, template_id, _dt.date.today()
+            )
+        except (KeyError, ThfError, OSError) as err:
+            # A missing or broken bundled template is a packaging fault, but still not a crash.
+            self.prompts.show_error(
+                "Template not available",
+                f"The starter model could not be loaded ({type(err).__name__}).",
+            )
+            return False
+        self.open_document.replace(document, None, saved=False)
+        return True
+
+    async def save(self) -> bool:
+        path = self.open_document.path
+        if path is None:
+            return await self.save_as()
+        return await self.save_to(path)
+
+    async def save_as(self) -> bool:
+        suggested = self._suggested_path(".thf")
+        chosen = await self.prompts.choose_save_path(str(suggested))
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if not path.suffix:
+            path = path.with_suffix(".thf")
+        return await self.save_to(path)
+
+    async def save_to(self, path: Path) -> bool:
+        """Write the live document; on failure it stays dirty and the reason is shown."""
+        document = self.open_document.document
+        if document is None:
+            return False
+        problem = await write_document(document, path)
+        if problem is not None:
+            self.statusBar().showMessage(problem.title, 8000)
+            self.prompts.show_error(problem.title, problem.message)
+            return False
+        self.open_document.mark_saved(document, path)
+        self.recent_files.add(path)
+        self.statusBar().showMessage(f"Saved {path.name}", 4000)
+        return True
+
+    async def export_with_dialog(self, fmt: str) -> bool:
+        document = self.open_document.document
+        if document is None:
+            return False
+        name_filter = dict(REPORT_FORMATS)[fmt]
+        chosen = await self.prompts.choose_save_path(
+            str(self._suggested_path(f"-report.{fmt}" if fmt == "html" else f".{fmt}")),
+            name_filter,
+            "Export report",
+        )
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if path.suffix.lower() != f".{fmt}":
+            path = path.with_name(path.name + f".{fmt}")
+        problem = await export_report(document, path)
+        if problem is not None:
+            self.prompts.show_error(problem.title, problem.message)
+            return False
+        self.statusBar().showMessage(f"Exported {path.name}", 4000)
+        return True
+
+    def _suggested_path(self, suffix: str) -> Path:
+        path = self.open_document.path
+        if path is not None:
+            return path.with_name(path.stem + suffix)
+        document = self.open_document.document
+        title = document.metadata.title if document is not None else "threat-model"
+        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "threat-model"
+        return Path.home() / f"{stem}{suffix}"
+
+    async def _settle_unsaved_changes(self) -> bool:
+        """True when it is fine to drop the live document (saved, discarded or never dirty)."""
+        if not self.open_document.is_dirty:
+            return True
+        choice = await self.prompts.ask_unsaved_changes(self.open_document.display_name)
+        if choice is UnsavedChoice.SAVE:
+            return await self.save()
+        return choice is UnsavedChoice.DISCARD
+
+    async def refresh_keyring_status(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            status = await loop.run_in_executor(None, _keyring_status)
+        except Exception as err:  # an unusable keyring is a status to show, not a crash
+            self.keyring_label.setText("Keyring: unavailable")
+            self.keyring_label.setToolTip(f"The keyring could not be checked ({type(err).__name__}).")
+            return
+        is_secure, message = status
+        self.keyring_label.setText("Keyring: secure" if is_secure else "Keyring: NOT secure")
+        self.keyring_label.setToolTip(message)
+        self.keyring_label.setStyleSheet("" if is_secure else "color: #b45309;")
+
+    # -- Qt overrides -----------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Qt override: closeEvent (unsaved changes are asked about without blocking the loop)."""
+        if self._close_approved or not self.open_document.is_dirty:
+            window_settings().setValue("geometry", self.saveGeometry())
+            window_settings().setValue("splitter", self.splitter.saveState())
+            crash_handler.set_notifier(None)
+            event.accept()
+            return
+        event.ignore()
+        self.spawn(self._close_after_asking())
+
+    async def _close_after_asking(self) -> None:
+        if await self._settle_unsaved_changes():
+            self._close_approved = True
+            self.close()
+
+    # -- slots ------------------------------------------------------------------------------
+
+    def _on_document_documentReplaced(self) -> None:
+        document = self.open_document.document
+        self.tree_pane.set_document(document, keep_state=False)
+        self.diagram_view.set_document(document, keep_view=False)
+        self.summary_view.set_document(document)
+        self._update_validation(document)
+        self._update_edit_actions()
+        self._update_title()
+
+    def _on_document_documentChanged(self) -> None:
+        document = self.open_document.document
+        self.tree_pane.set_document(document, keep_state=True)
+        self.diagram_view.set_document(document, keep_view=True)
+        self.summary_view.set_document(document)
+        self._update_validation(document)
+        self._update_edit_actions()
+
+    def _on_document_dirtyChanged(self, dirty: bool) -> None:
+        self.dirty_label.setText("Modified" if dirty else "Saved")
+        self._update_title()
+
+    def _on_document_pathChanged(self, _path: str) -> None:
+        self._update_title()
+
+    def _on_tree_entitySelected(self, section: str, entity_id: str) -> None:
+        self.detail_pane.show_entity(section, entity_id)
+        if not self.diagram_view.select_entity(section, entity_id):
+            self.diagram_view.select_entity("", "")  # clears a stale diagram selection
+
+    def _on_diagram_entitySelected(self, section: str, entity_id: str) -> None:
+        self.tree_pane.select_entity(section, entity_id)
+        self.detail_pane.show_entity(section, entity_id)
+
+    def _on_summary_entitySelected(self, section: str, entity_id: str) -> None:
+        self.tree_pane.select_entity(section, entity_id)
+        self.detail_pane.show_entity(section, entity_id)
+        self.show_tab(AppTab.TREE)
+
+    def _on_unexpected_error(self, message: str) -> None:
+        self.prompts.show_error("Unexpected problem", message)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _update_title(self) -> None:
+        doc = self.open_document
+        if doc.document is None:
+            self.setWindowTitle("Stockade")
+            return
+        star = "*" if doc.is_dirty else ""
+        self.setWindowTitle(f"{doc.display_name}{star} — Stockade")
+        self.dirty_label.setText("Modified" if doc.is_dirty else "Saved")
+
+    def _update_edit_actions(self) -> None:
+        self.undo_action.setEnabled(self.open_document.can_undo)
+        self.redo_action.setEnabled(self.open_document.can_redo)
+        has_document = self.open_document.document is not None
+        self.save_action.setEnabled(has_document)
+        self.save_as_action.setEnabled(has_document)
+        self.export_menu.setEnabled(has_document)
+
+    def _update_validation(self, document: ThreatModel | None) -> None:
+        if document is None:
+            self.validation_label.setText("No document")
+            self.validation_label.setToolTip("")
+            return
+        from stockade.thf.validate import validate_references
+
+        try:
+            validate_references(document)
+        except ThfError as err:
+            self.validation_label.setText("Invalid")
+            self.validation_label.setToolTip(err.message)
+            self.validation_label.setStyleSheet("color: #b91c1c;")
+            return
+        self.validation_label.setText("Valid")
+        self.validation_label.setToolTip("Ids are unique and every reference resolves.")
+        self.validation_label.setStyleSheet("")
+
+    def _fill_template_menu(self) -> None:
+        self.template_menu.clear()
+        try:
+            from stockade.thf.templates import list_templates
+        except ModuleNotFoundError:
+            action = self.template_menu.addAction("No templates in this build")
+            action.setEnabled(False)
+            return
+        for template in list_templates():
+            template_id = str(getattr(template, "id", template))
+            label = str(getattr(template, "name", template_id))
+            action = self.template_menu.addAction(label)
+            action.setObjectName(f"actionTemplate_{template_id}")
+            description = getattr(template, "description", "")
+            if description:
+                action.setToolTip(str(description))
+                action.setStatusTip(str(description))
+            action.triggered.connect(
+                lambda _checked=False, tid=template_id: self.spawn(self.new_from_template(tid))
+            )
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        self.recent_files.reload()
+        paths = self.recent_files.paths
+        if not paths:
+            self.recent_menu.addAction("No recent files").setEnabled(False)
+            return
+        for text in paths:
+            action = self.recent_menu.addAction(text)
+            action.triggered.connect(lambda _checked=False, p=text: self.spawn(self.open_file(p)))
+
+    def _zoom_in(self) -> None:
+        self.show_tab(AppTab.DIAGRAM)
+        self.diagram_view.zoom_in()
+
+    def _zoom_out(self) -> None:
+        self.show_tab(AppTab.DIAGRAM)
+        self.diagram_view.zoom_out()
+
+    def _fit(self) -> None:
+        self.show_tab(AppTab.DIAGRAM)
+        self.diagram_view.fit()
+
+    def _show_about(self) -> None:
+        from stockade import __version__
+
+        self.prompts.show_info(
+            "About Stockade",
+            f"Stockade {__version__}\n\nOffline review of .thf threat models, with an AI "
+            "assistant whose every edit is proposed, approved, metered, audited and undoable.",
+        )
+
+    def _restore_geometry(self) -> None:
+        settings = window_settings()
+        geometry = settings.value("geometry")
+        if isinstance(geometry, QByteArray | bytes):
+            self.restoreGeometry(geometry)
+        splitter = settings.value("splitter")
+        if isinstance(splitter, QByteArray | bytes):
+            self.splitter.restoreState(splitter)
+
+
+def _keyring_status() -> tuple[bool, str]:
+    from stockade.secrets.keystore import KeyStore
+
+    status = KeyStore().status()
+    return bool(status.is_secure), str(status.message)

@@ -1,0 +1,106 @@
+"""The questions and messages the window puts to the user, behind one replaceable class.
+
+Native dialogs are opened with `open()` and awaited through a future, never `exec()`, so the
+event loop (and the assistant's stream) keeps running while a dialog is up. Tests replace
+`Prompts` with a scripted subclass so nothing ever waits for a click.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from typing import TypeVar
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+T = TypeVar("T")
+
+THF_FILE_FILTER = "Threat models (*.thf *.yaml *.yml);;All files (*)"
+
+
+class UnsavedChoice(StrEnum):
+    SAVE = "save"
+    DISCARD = "discard"
+    CANCEL = "cancel"
+
+
+class Prompts:
+    """Real dialogs, window-modal over `parent`."""
+
+    def __init__(self, parent: QWidget) -> None:
+        self._parent = parent
+
+    async def choose_open_path(self, directory: str = "") -> str | None:
+        dialog = QFileDialog(self._parent, "Open threat model", directory, THF_FILE_FILTER)
+        dialog.setObjectName("openFileDialog")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        return await self._file_dialog(dialog)
+
+    async def choose_save_path(
+        self, suggested: str, name_filter: str = THF_FILE_FILTER, title: str = "Save threat model"
+    ) -> str | None:
+        dialog = QFileDialog(self._parent, title, suggested, name_filter)
+        dialog.setObjectName("saveFileDialog")
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.selectFile(suggested)
+        return await self._file_dialog(dialog)
+
+    async def ask_unsaved_changes(self, name: str) -> UnsavedChoice:
+        box = QMessageBox(self._parent)
+        box.setObjectName("unsavedChangesBox")
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Unsaved changes")
+        box.setText(f"{name} has changes that are not saved.")
+        box.setInformativeText("Save them before closing?")
+        save = box.addButton(QMessageBox.StandardButton.Save)
+        discard = box.addButton(QMessageBox.StandardButton.Discard)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(save)
+        future: asyncio.Future[UnsavedChoice] = asyncio.get_event_loop().create_future()
+
+        def finished(_result: int) -> None:
+            clicked = box.clickedButton()
+            choice = (
+                UnsavedChoice.SAVE
+                if clicked is save
+                else UnsavedChoice.DISCARD
+                if clicked is discard
+                else UnsavedChoice.CANCEL
+            )
+            if not future.done():
+                future.set_result(choice)
+            box.deleteLater()
+
+        box.finished.connect(finished)
+        box.open()
+        return await future
+
+    def show_error(self, title: str, text: str) -> None:
+        """A non-blocking error message (no traceback, ever)."""
+        box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, self._parent)
+        box.setObjectName("errorMessageBox")
+        box.finished.connect(box.deleteLater)
+        box.open()
+
+    def show_info(self, title: str, text: str) -> None:
+        box = QMessageBox(
+            QMessageBox.Icon.Information, title, text, QMessageBox.StandardButton.Ok, self._parent
+        )
+        box.setObjectName("infoMessageBox")
+        box.finished.connect(box.deleteLater)
+        box.open()
+
+    async def _file_dialog(self, dialog: QFileDialog) -> str | None:
+        future: asyncio.Future[str | None] = asyncio.get_event_loop().create_future()
+
+        def finished(result: int) -> None:
+            files = dialog.selectedFiles() if result else []
+            if not future.done():
+                future.set_result(files[0] if files else None)
+            dialog.deleteLater()
+
+        dialog.finished.connect(finished)
+        dialog.open()
+        return await future
