@@ -1,0 +1,190 @@
+"""Grants, sticky denials, the closed violation set, and `authorize_start`: the only gate to running.
+
+A grant is data, created only by the three constructors below from user commands or from the
+static read-only policy. Nothing a model says, a tool returns or a document contains can build
+one. A grant binds one call id to one tool, one canonical input digest and one iteration, and is
+used at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from stockade.tools.runtime import Tool, ToolEffect
+
+if TYPE_CHECKING:
+    from stockade.loop.state import CallRecord, TurnState
+
+
+class GrantScope(StrEnum):
+    CALL = "call"  # the user approved this one card
+    BATCH = "batch"  # the user approved an explicit list of non-destructive cards
+    AUTO = "auto"  # the static policy approved a read-only, non-destructive tool
+
+
+class DenialReason(StrEnum):
+    USER_DECLINED = "user_declined"  # the user said no; sticky by (tool, digest) for the turn
+    TURN_CANCELLED = "turn_cancelled"  # the turn ended before the call could run
+    LIMIT_EXCEEDED = "limit_exceeded"  # over the per-iteration or per-turn tool-call cap
+
+
+class Violation(StrEnum):
+    """Every way input can try (or fail) to break the turn's rules. Recorded, never raised."""
+
+    NO_GRANT = "no_grant"
+    """start asked for a call that does not exist or has no grant at all."""
+    DIGEST_MISMATCH = "digest_mismatch"
+    """the call's grants are bound to another tool or input digest."""
+    FOREIGN_ITERATION = "foreign_iteration"
+    """the matching grant was issued in another iteration."""
+    GRANT_ALREADY_CONSUMED = "grant_already_consumed"
+    """the call is no longer `approved` or its grant was already used (single use)."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """the model named a tool that is not in the turn's frozen tool set (exact match only)."""
+    DENIED_REPLAY = "denied_replay"
+    """the (tool, digest) was declined earlier in the turn; a denial beats any grant."""
+    LIMIT_EXCEEDED = "limit_exceeded"
+    """a tool call arrived over the per-iteration or per-turn cap and was not prepared."""
+    DUPLICATE_CALL_ID = "duplicate_call_id"
+    """the model reused a call id already seen in this turn or in the history it was sent."""
+    POST_SETTLEMENT_EVENT = "post_settlement_event"
+    """input arrived after the turn settled and was dropped."""
+    STREAM_WITHOUT_START = "stream_without_start"
+    """content arrived before `message_start`, or a stream ended without any message. Stockade
+    treats the first content as an implicit start (the request already counted against the
+    iteration bound) and fails the turn on an empty stream instead of re-requesting."""
+    DROPPED_TOOL_CALL = "dropped_tool_call"
+    """the provider began a tool call whose arguments it could not decode; the call is answered
+    with an error result so the model sees what happened."""
+
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Permission to start exactly one call with exactly one input in exactly one iteration."""
+
+    call_id: str
+    tool_name: str
+    input_digest: str
+    scope: GrantScope
+    iteration: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "call_id": self.call_id,
+            "tool_name": self.tool_name,
+            "input_digest": self.input_digest,
+            "scope": self.scope.value,
+            "iteration": self.iteration,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Grant:
+        return cls(
+            call_id=str(data["call_id"]),
+            tool_name=str(data["tool_name"]),
+            input_digest=str(data["input_digest"]),
+            scope=GrantScope(str(data["scope"])),
+            iteration=int(data["iteration"]),  # type: ignore[call-overload]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DenialRecord:
+    """A user's "no" for a (tool, input digest); identical re-requests are refused for the turn."""
+
+    tool_name: str
+    input_digest: str
+    reason: DenialReason = DenialReason.USER_DECLINED
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tool_name": self.tool_name,
+            "input_digest": self.input_digest,
+            "reason": self.reason.value,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> DenialRecord:
+        return cls(
+            tool_name=str(data["tool_name"]),
+            input_digest=str(data["input_digest"]),
+            reason=DenialReason(str(data["reason"])),
+        )
+
+
+def grant_for_call(call: CallRecord, iteration: int) -> Grant:
+    """The grant for one card the user approved (the only way to approve a destructive call)."""
+    return Grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
+
+
+def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant, ...]:
+    """One batch grant per record, in the given order. The caller passes the records resolved
+    from the ids captured at click time; this never takes a predicate such as "all pending"."""
+    for call in calls:
+        if call.destructive:
+            raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
+    return tuple(
+        Grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
+    )
+
+
+def auto_grant_read_only(
+    tool: Tool, *, call_id: str, input_digest: str, iteration: int
+) -> Grant:
+    """The static policy grant for a read-only tool. Reads only the tool's static declarations."""
+    if tool.effect is not ToolEffect.READ:
+        raise ValueError(f"The read-only policy cannot approve mutating tool {tool.name!r}.")
+    if tool.destructive:
+        raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
+    return Grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
+
+
+def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
+    """Whether the exact (tool, digest) pair was declined; the reason does not matter."""
+    return any(d.tool_name == tool_name and d.input_digest == input_digest for d in denials)
+
+
+@dataclass(frozen=True, slots=True)
+class Authorized:
+    grant: Grant
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    violation: Violation
+
+
+def authorize_start(state: TurnState, call_id: str) -> Authorized | Refused:
+    """Whether `call_id` may start now. Pure. Checks, in order: the call exists; its tool is in
+    the frozen tool set; no denial for its (tool, digest); a grant names the call; a grant also
+    matches its tool and digest; that grant is for the current iteration; the call is still
+    `approved` and that grant is unused."""
+    call = state.call(call_id)
+    if call is None:
+        return Refused(Violation.NO_GRANT)
+    if state.tool_set.get(call.tool_name) is None:
+        return Refused(Violation.UNKNOWN_TOOL)
+    if is_denied(state.denials, call.tool_name, call.input_digest):
+        return Refused(Violation.DENIED_REPLAY)
+    named = [g for g in state.grants if g.call_id == call_id]
+    if not named:
+        return Refused(Violation.NO_GRANT)
+    bound = [
+        g for g in named if g.tool_name == call.tool_name and g.input_digest == call.input_digest
+    ]
+    if not bound:
+        return Refused(Violation.DIGEST_MISMATCH)
+    current = [g for g in bound if g.iteration == state.iteration]
+    if not current:
+        return Refused(Violation.FOREIGN_ITERATION)
+    # Compared by value: `CallStatus` lives in `state`, which imports this module.
+    if call.status != "approved":
+        return Refused(Violation.GRANT_ALREADY_CONSUMED)
+    unused = [g for g in current if g not in state.used_grants]
+    if not unused:
+        return Refused(Violation.GRANT_ALREADY_CONSUMED)
+    return Authorized(unused[0])

@@ -1,0 +1,152 @@
+"""Commands the runner and the user send to the turn reducer (stream events are the others).
+
+Time enters the reducer only through the `now_ms` fields here; the reducer never reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from stockade.loop.limits import TurnLimits
+from stockade.protocol.errors import ProtocolError
+from stockade.protocol.messages import Message
+from stockade.tools.runtime import ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    type: ClassVar[str] = "submit"
+    text: str
+    base_messages: tuple[Message, ...] = ()
+    tool_set: Any = None  # a ToolSet or any registry; frozen at submit
+    limits: TurnLimits = field(default_factory=TurnLimits)
+    now_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveCall:
+    type: ClassVar[str] = "approve_call"
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApproveBatch:
+    """Approve exactly the ids the user saw when they clicked; later arrivals are not included."""
+
+    type: ClassVar[str] = "approve_batch"
+    call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DenyCall:
+    type: ClassVar[str] = "deny_call"
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartCall:
+    """The runner asks to run a call; it runs only if the reducer moves it to `running`."""
+
+    type: ClassVar[str] = "start_call"
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallSettled:
+    """The final outcome of a running call, after the transaction (refusals are `ToolFailed`)."""
+
+    type: ClassVar[str] = "call_settled"
+    call_id: str
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """Close the iteration and either request again or settle at a bound."""
+
+    type: ClassVar[str] = "advance"
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Repeat the current request after a transient failure before any content arrived."""
+
+    type: ClassVar[str] = "retry"
+    now_ms: int = 0
+    error: ProtocolError | None = None  # the failure being retried; the turn's error if refused
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    type: ClassVar[str] = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class UndoTurn:
+    """Mark the turn's committed calls undone (the runner has already restored the document)."""
+
+    type: ClassVar[str] = "undo_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class RefuseRequest:
+    """Governance refused the next provider request (e.g. `credits`); the turn stops bounded."""
+
+    type: ClassVar[str] = "refuse_request"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChargeCredits:
+    """Credits a finished request cost. Accepted after settlement too: the last request's usage
+    is only known once its stream has ended, which may be the moment the turn settled."""
+
+    type: ClassVar[str] = "charge_credits"
+    credits: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnded:
+    """The provider's stream ended. Only meaningful while still requesting or streaming, where
+    it means the stream closed without a terminal event (or without any message at all)."""
+
+    type: ClassVar[str] = "stream_ended"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckDeadline:
+    """The runner's timer fired; settles the turn bounded if the deadline has passed."""
+
+    type: ClassVar[str] = "check_deadline"
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopTurn:
+    """The runner must stop the turn (an audit hook failed, a tool context was missing)."""
+
+    type: ClassVar[str] = "stop_turn"
+    message: str
+    reason: str = "stopped"
+
+
+TurnCommand = (
+    Submit
+    | ApproveCall
+    | ApproveBatch
+    | DenyCall
+    | StartCall
+    | CallSettled
+    | Advance
+    | Retry
+    | Cancel
+    | UndoTurn
+    | RefuseRequest
+    | ChargeCredits
+    | StreamEnded
+    | CheckDeadline
+    | StopTurn
+)

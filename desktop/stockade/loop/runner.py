@@ -1,0 +1,693 @@
+"""The asyncio turn runner: performs only the effects the reducer allowed.
+
+It sends provider requests while the reducer says `requesting`, feeds every stream event back
+in, runs approved calls strictly one at a time (each only after the reducer moved it to
+`running`), commits outcomes through the transaction, and reports every step to the hooks
+before the step proceeds. Cancellation is honoured at every await; the deadline is enforced by
+a timer around every stream and every tool run, not only between iterations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from stockade.loop.authorization import Authorized, GrantScope, authorize_start
+from stockade.loop.commands import (
+    Advance,
+    ApproveBatch,
+    ApproveCall,
+    CallSettled,
+    Cancel,
+    ChargeCredits,
+    CheckDeadline,
+    DenyCall,
+    RefuseRequest,
+    Retry,
+    StartCall,
+    StopTurn,
+    StreamEnded,
+    Submit,
+    UndoTurn,
+)
+from stockade.loop.history import DocumentSession
+from stockade.loop.hooks import (
+    NoHooks,
+    RequestPermit,
+    RequestRefused,
+    StepKind,
+    TurnHooks,
+    TurnStep,
+)
+from stockade.loop.limits import TurnLimits
+from stockade.loop.reducer import TurnInput, reduce_turn
+from stockade.loop.serialize import turn_from_json, turn_to_json
+from stockade.loop.state import (
+    LIVE_PHASES,
+    CallRecord,
+    CallStatus,
+    ToolSet,
+    TurnPhase,
+    TurnState,
+)
+from stockade.loop.transaction import (
+    Committed,
+    ProposedCommit,
+    TurnUndoLedger,
+    Unchanged,
+    UndoAvailability,
+    Validator,
+    apply_commit,
+    review_tool_outcome,
+    turn_undo_availability,
+)
+from stockade.loop.transaction import undo_turn as undo_ledger_turn
+from stockade.protocol.errors import ErrorCode, ProtocolException
+from stockade.protocol.events import (
+    Aborted,
+    StreamError,
+    StreamEvent,
+    ToolCallComplete,
+    Usage,
+    is_terminal,
+)
+from stockade.protocol.messages import Message, message_to_json
+from stockade.protocol.request import ChatRequest
+from stockade.thf.model import ThreatModel
+from stockade.tools.canonical import digest
+from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk, ToolOutcome
+
+logger = logging.getLogger(__name__)
+
+TOOL_CRASH_TEXT = "The tool failed while running."
+NO_PREPARED_TEXT = "Not run: this call has no validated input to run with."
+STALLED_TEXT = "The assistant stopped because the turn could not make progress."
+HOOK_FAILED_TEXT = "The assistant stopped because a required record could not be written: {detail}"
+
+# Failures worth one more attempt at the turn level, and only before any content arrived.
+_RETRYABLE = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TRANSPORT})
+
+SNAPSHOT_FORMAT = "stockade.runner/1"
+
+
+class StreamingProvider(Protocol):
+    """The slice of `stockade.providers.base.Provider` the runner needs (loop may not import
+    providers)."""
+
+    name: str
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+SystemPrompt = str | Callable[[ThreatModel], str]
+RequestCheck = Callable[[ChatRequest], None]
+
+
+def _default_request_check(request: ChatRequest) -> None:
+    from stockade.protocol.models import preflight
+
+    preflight(request)
+
+
+def document_digest(document: ThreatModel) -> str:
+    """The audit digest of a whole document."""
+    return digest(document.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class _StreamTally:
+    usage: Usage | None = None
+    held_error: Any = None
+    terminal: bool = False
+    failed: bool = False
+
+
+class TurnRunner:
+    """Runs one turn (a runner is single-use: a new turn needs a new runner)."""
+
+    def __init__(
+        self,
+        provider: StreamingProvider,
+        registry: Any,
+        session: DocumentSession,
+        *,
+        hooks: TurnHooks | None = None,
+        limits: TurnLimits | None = None,
+        model: str,
+        provider_name: str,
+        system_prompt: SystemPrompt = "",
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+        on_state: Callable[[TurnState], None] | None = None,
+        request_check: RequestCheck | None = _default_request_check,
+        validator: Validator | None = None,
+        undo_label: str = "Assistant changes",
+    ) -> None:
+        self._provider = provider
+        self._tool_set = ToolSet.from_registry(registry)
+        self._session = session
+        self._hooks: TurnHooks = hooks if hooks is not None else NoHooks()
+        self._limits = limits or TurnLimits()
+        self.model = model
+        self.provider_name = provider_name
+        self._system_prompt = system_prompt
+        self._clock_ms = clock_ms
+        self._on_state = on_state
+        self._request_check = request_check
+        self._validator = validator
+        self._state = TurnState()
+        self._ledger = TurnUndoLedger(label=undo_label)
+        self._driving = False
+        self._inflight: asyncio.Future[Any] | None = None
+        self._cancelled = asyncio.Event()
+        self._settled_recorded = False
+        self._finishing: asyncio.Future[Any] | None = None
+        self.audit_error: BaseException | None = None
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def state(self) -> TurnState:
+        return self._state
+
+    @property
+    def session(self) -> DocumentSession:
+        return self._session
+
+    def undo_availability(self) -> UndoAvailability:
+        return turn_undo_availability(self._ledger, self._session)
+
+    async def submit(self, text: str, base_messages: Sequence[Message] = ()) -> TurnState:
+        """Start the turn; returns at the next rest point (awaiting approval or settled)."""
+        if self._state.phase is not TurnPhase.IDLE:
+            return self._state
+        self._dispatch(
+            Submit(text, tuple(base_messages), self._tool_set, self._limits, self._clock_ms())
+        )
+        return await self.drive()
+
+    async def approve_call(self, call_id: str, actor: str = "user") -> TurnState:
+        call = self._pending(call_id)
+        if call is not None:
+            if not await self._record(
+                StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.CALL)
+            ):
+                return await self._after_stop()
+            self._dispatch(ApproveCall(call_id))
+        return await self.drive()
+
+    async def approve_batch(self, call_ids: Sequence[str], actor: str = "user") -> TurnState:
+        """Approve exactly the ids captured when the user clicked (destructive ones excluded)."""
+        wanted = set(call_ids)
+        eligible = [
+            c
+            for c in self._state.pending_calls()
+            if c.id in wanted and not c.destructive and self._tool_set.get(c.tool_name)
+        ]
+        if self._state.phase is TurnPhase.AWAITING_APPROVAL and eligible:
+            for call in eligible:
+                if not await self._record(
+                    StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.BATCH)
+                ):
+                    return await self._after_stop()
+            self._dispatch(ApproveBatch(tuple(c.id for c in eligible)))
+        return await self.drive()
+
+    async def deny_call(
+        self, call_id: str, actor: str = "user", reason: str | None = None
+    ) -> TurnState:
+        call = self._pending(call_id)
+        if call is not None:
+            payload = {
+                "call_id": call.id,
+                "tool": call.tool_name,
+                "input_digest": call.input_digest,
+                "iteration": call.iteration,
+                "actor": actor,
+                "reason": reason,
+            }
+            if not await self._record(StepKind.TOOL_DENIED, payload):
+                return await self._after_stop()
+            self._dispatch(DenyCall(call_id))
+        return await self.drive()
+
+    def cancel(self) -> TurnState:
+        """Stop now: cancel the in-flight stream or tool, keep what arrived, settle `cancelled`.
+
+        Synchronous on purpose, so a UI can call it straight from a click handler.
+        """
+        if self._state.phase not in LIVE_PHASES:
+            return self._state
+        self._cancelled.set()
+        if self._inflight is not None and not self._inflight.done():
+            self._inflight.cancel()
+        self._dispatch(Cancel())
+        if not self._driving:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                self._finishing = loop.create_task(self._record_settled())
+        return self._state
+
+    async def wait_settled_record(self) -> None:
+        """Await the settlement record scheduled by a `cancel()` made while at rest."""
+        if self._finishing is not None:
+            await self._finishing
+
+    async def undo_turn(self) -> bool:
+        """Revert everything the turn committed, in one step, if nothing newer sits on top."""
+        state = self._state
+        if state.phase is not TurnPhase.SETTLED:
+            return False
+        if self.undo_availability() is not UndoAvailability.UNDOABLE:
+            return False
+        payload = {
+            "calls": [c.id for c in state.calls if c.status is CallStatus.SUCCEEDED],
+            "document_before": document_digest(self._session.document),
+        }
+        if not await self._record(StepKind.TURN_UNDONE, payload):
+            return False
+        if not undo_ledger_turn(self._ledger, self._session):
+            return False
+        self._dispatch(UndoTurn())
+        return True
+
+    async def drive(self) -> TurnState:
+        """Run until the next rest point. Re-entrant calls return at once."""
+        if self._driving:
+            return self._state
+        self._driving = True
+        try:
+            while True:
+                before = self._state
+                if before.phase is TurnPhase.REQUESTING:
+                    await self._request()
+                elif before.phase is TurnPhase.EXECUTING:
+                    runnable = [c for c in before.runnable_calls() if c.iteration == before.iteration]
+                    if runnable:
+                        await self._execute(runnable[0])
+                    else:
+                        self._dispatch(Advance(self._clock_ms()))
+                else:
+                    break
+                if self._state is before:
+                    # Backstop: every pass must change the state, or the turn stops.
+                    self._dispatch(StopTurn(STALLED_TEXT, reason="stalled"))
+        except asyncio.CancelledError:
+            # Whoever awaited us went away: stop the turn rather than leave it half-driven.
+            if self._inflight is not None and not self._inflight.done():
+                self._inflight.cancel()
+            self._cancelled.set()
+            self._dispatch(Cancel())
+            raise
+        finally:
+            self._driving = False
+        await self._record_settled()
+        return self._state
+
+    # ------------------------------------------------------------------ snapshot / resume
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole waiting turn as JSON data (tools by name; no closures, no documents)."""
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "model": self.model,
+            "provider_name": self.provider_name,
+            "turn": turn_to_json(self._state),
+        }
+
+    @classmethod
+    def resume(
+        cls,
+        snapshot: dict[str, Any],
+        provider: StreamingProvider,
+        registry: Any,
+        session: DocumentSession,
+        **options: Any,
+    ) -> TurnRunner:
+        """A runner continuing the same turn, under the same budget and limits. Raises
+        `SnapshotError` if a tool is gone or a re-prepared input no longer has its digest."""
+        from stockade.loop.serialize import SnapshotError
+
+        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+            raise SnapshotError("This is not a saved Stockade turn.")
+        state = turn_from_json(snapshot["turn"], registry)
+        options.setdefault("model", snapshot.get("model", ""))
+        options.setdefault("provider_name", snapshot.get("provider_name", ""))
+        options.setdefault("limits", state.limits)
+        runner = cls(provider, state.tool_set, session, **options)
+        runner._state = state
+        runner._limits = state.limits
+        return runner
+
+    # ------------------------------------------------------------------ internals
+
+    def _dispatch(self, item: TurnInput) -> TurnState:
+        new = reduce_turn(self._state, item)
+        if new is not self._state:
+            self._state = new
+            if self._on_state is not None:
+                self._on_state(new)
+        return new
+
+    def _pending(self, call_id: str) -> CallRecord | None:
+        if self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+            return None
+        call = self._state.call(call_id)
+        if call is None or call.status is not CallStatus.PENDING:
+            return None
+        return call
+
+    @staticmethod
+    def _decision_payload(call: CallRecord, actor: str, scope: GrantScope) -> dict[str, Any]:
+        return {
+            "call_id": call.id,
+            "tool": call.tool_name,
+            "input_digest": call.input_digest,
+            "iteration": call.iteration,
+            "actor": actor,
+            "scope": scope.value,
+        }
+
+    async def _record(self, kind: StepKind, payload: dict[str, Any]) -> bool:
+        """Report one step before it proceeds; a failing hook stops a live turn."""
+        try:
+            await self._hooks.record(TurnStep(kind, payload))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._stop_for(exc)
+            return False
+        return True
+
+    def _stop_for(self, exc: BaseException) -> None:
+        detail = str(exc) or type(exc).__name__
+        if self._state.phase in LIVE_PHASES:
+            self._dispatch(StopTurn(HOOK_FAILED_TEXT.format(detail=detail), reason="hook_failed"))
+        else:
+            self.audit_error = exc
+
+    async def _after_stop(self) -> TurnState:
+        await self._record_settled()
+        return self._state
+
+    async def _record_settled(self) -> None:
+        state = self._state
+        if state.phase is not TurnPhase.SETTLED or self._settled_recorded:
+            return
+        self._settled_recorded = True
+        payload = {
+            "outcome": state.outcome.value if state.outcome else None,
+            "reason": state.reason,
+            "iterations": state.iteration,
+            "calls": len(state.calls),
+            "credits_spent": state.budget.credits_spent,
+        }
+        try:
+            await self._hooks.record(TurnStep(StepKind.TURN_SETTLED, payload))
+        except Exception as exc:
+            self.audit_error = exc
+
+    def _remaining_s(self) -> float:
+        b, limits = self._state.budget, self._state.limits
+        return max(0.0, (b.started_at_ms + limits.deadline_ms - self._clock_ms()) / 1000)
+
+    def _deadline_hit(self) -> None:
+        b, limits = self._state.budget, self._state.limits
+        # The timer is authoritative: an injected test clock may not have moved.
+        self._dispatch(CheckDeadline(max(self._clock_ms(), b.started_at_ms + limits.deadline_ms)))
+
+    async def _run_bounded(self, work: Any) -> tuple[bool, asyncio.Future[Any]]:
+        """Run `work` as the cancellable in-flight task under the turn deadline. Returns
+        (finished, task); a task still running at the deadline is cancelled."""
+        task = asyncio.ensure_future(work)
+        self._inflight = task
+        try:
+            done, _ = await asyncio.wait({task}, timeout=self._remaining_s())
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._inflight = None
+        if not done:
+            task.cancel()
+            await asyncio.wait({task})  # let it unwind; never re-raises its outcome
+            return False, task
+        return True, task
+
+    def _build_request(self, state: TurnState) -> ChatRequest:
+        prompt = self._system_prompt
+        system = prompt(self._session.document) if callable(prompt) else prompt
+        messages = state.messages
+        from stockade.protocol.budget import budget_messages
+        from stockade.protocol.models import resolve_model
+
+        info = resolve_model(self.provider_name, self.model)
+        tools = self._tool_set.specs()
+        if info is not None:
+            overhead = (len(system) + sum(len(str(t.input_schema)) for t in tools)) // 4
+            messages = budget_messages(
+                messages,
+                max_input_tokens=info.context_window,
+                reserve_output_tokens=state.limits.reserve_output_tokens,
+                overhead_tokens=overhead,
+            )
+        return ChatRequest(
+            provider=self.provider_name,
+            model=self.model,
+            system=system,
+            messages=tuple(messages),
+            tools=tools,
+            max_output_tokens=state.limits.reserve_output_tokens,
+        )
+
+    async def _request(self) -> None:
+        state = self._state
+        if self._remaining_s() <= 0:
+            self._deadline_hit()
+            return
+        try:
+            request = self._build_request(state)
+            if self._request_check is not None:
+                self._request_check(request)
+        except ProtocolException as exc:
+            self._dispatch(StreamError(exc.error))
+            return
+        try:
+            decision = await self._hooks.before_request(request, state.iteration)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._stop_for(exc)
+            return
+        if self._state.phase is not TurnPhase.REQUESTING:
+            return  # cancelled while governance was deciding
+        if isinstance(decision, RequestRefused):
+            self._dispatch(RefuseRequest(decision.reason, decision.message))
+            return
+        permit: RequestPermit = decision
+        payload = {
+            "iteration": state.iteration,
+            "model": self.model,
+            "provider": self.provider_name,
+            "request_digest": _request_digest(request),
+            "messages": len(request.messages),
+            "tools": len(request.tools),
+        }
+        if not await self._record(StepKind.MODEL_REQUEST, payload):
+            await self._settle_credits(permit, None, failed=True)
+            return
+        tally = _StreamTally()
+        finished, task = await self._run_bounded(self._pump(request, tally))
+        if finished and not task.cancelled() and task.exception() is not None:
+            logger.warning("provider stream raised instead of yielding an error event")
+            tally.failed = True
+        if not finished:
+            tally.failed = True
+        await self._settle_credits(permit, tally.usage, failed=tally.failed or tally.usage is None)
+        if not finished:
+            self._deadline_hit()
+            return
+        phase = self._state.phase
+        if tally.held_error is not None and phase is TurnPhase.REQUESTING:
+            self._dispatch(Retry(self._clock_ms(), tally.held_error))
+        elif phase in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+            self._dispatch(StreamEnded())
+
+    async def _settle_credits(
+        self, permit: RequestPermit, usage: Usage | None, *, failed: bool
+    ) -> None:
+        try:
+            credits = await self._hooks.after_request(permit, usage, failed)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._stop_for(exc)
+            return
+        self._dispatch(ChargeCredits(credits))
+        if usage is not None:
+            await self._record(
+                StepKind.MODEL_USAGE,
+                {
+                    "iteration": self._state.iteration,
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "cached_input_tokens": usage.cached_input_tokens,
+                    "credits": credits,
+                },
+            )
+
+    async def _pump(self, request: ChatRequest, tally: _StreamTally) -> None:
+        produced = False
+        stream = self._provider.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, Usage):
+                    tally.usage = event
+                    continue
+                if (
+                    isinstance(event, StreamError)
+                    and event.is_terminal
+                    and not produced
+                    and event.error.code in _RETRYABLE
+                ):
+                    tally.held_error = event.error
+                    tally.terminal = tally.failed = True
+                    break
+                if not isinstance(event, (StreamError, Aborted)):
+                    produced = True
+                known = self._state.calls
+                self._dispatch(event)
+                if isinstance(event, ToolCallComplete) and len(self._state.calls) > len(known):
+                    await self._record_proposal(self._state.calls[-1])
+                if is_terminal(event):
+                    tally.terminal = True
+                    tally.failed = isinstance(event, (StreamError, Aborted))
+                    break
+                if self._state.phase not in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+                    break
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    logger.debug("closing a provider stream failed", exc_info=True)
+
+    async def _record_proposal(self, call: CallRecord) -> None:
+        payload = {
+            "call_id": call.id,
+            "tool": call.tool_name,
+            "input_digest": call.input_digest,
+            "effect": call.effect.value,
+            "destructive": call.destructive,
+            "iteration": call.iteration,
+            "status": call.status.value,
+        }
+        if not await self._record(StepKind.TOOL_PROPOSED, payload):
+            return
+        if call.status is CallStatus.APPROVED:
+            await self._record(
+                StepKind.TOOL_APPROVED, self._decision_payload(call, "policy", GrantScope.AUTO)
+            )
+
+    async def _execute(self, call: CallRecord) -> None:
+        if isinstance(authorize_start(self._state, call.id), Authorized):
+            payload = {
+                "call_id": call.id,
+                "tool": call.tool_name,
+                "input_digest": call.input_digest,
+                "iteration": call.iteration,
+            }
+            if not await self._record(StepKind.TOOL_STARTED, payload):
+                return
+            if self._state.phase is not TurnPhase.EXECUTING:
+                return
+        self._dispatch(StartCall(call.id))
+        current = self._state.call(call.id)
+        if current is None or current.status is not CallStatus.RUNNING:
+            return  # refused: the reducer settled it and recorded why
+        prepared = current.prepared
+        if prepared is None:
+            await self._finish_call(current, ToolFailed(NO_PREPARED_TEXT))
+            return
+        document = self._session.document
+        context = ToolContext(document=document, cancelled=self._cancelled)
+        finished, task = await self._run_bounded(prepared.run(context))
+        if not finished:
+            self._deadline_hit()
+            return
+        if task.cancelled() or self._state.phase is not TurnPhase.EXECUTING:
+            return  # cancelled mid-run: the outcome is discarded, nothing was committed
+        outcome: ToolOutcome
+        exc = task.exception()
+        if exc is not None:
+            logger.warning("tool %s raised while running", current.tool_name, exc_info=exc)
+            outcome = ToolFailed(TOOL_CRASH_TEXT)
+        else:
+            outcome = task.result()
+            if not isinstance(outcome, (ToolOk, ToolFailed)):
+                outcome = ToolFailed(TOOL_CRASH_TEXT)
+        review = review_tool_outcome(
+            outcome,
+            expected=document,
+            effect=current.effect,
+            session=self._session,
+            validator=self._validator,
+        )
+        final: ToolOutcome
+        if isinstance(review, ProposedCommit):
+            payload = {
+                "call_id": current.id,
+                "tool": current.tool_name,
+                "document_before": document_digest(review.expected),
+                "document_after": document_digest(review.document),
+            }
+            if not await self._record(StepKind.DOCUMENT_COMMITTED, payload):
+                return
+            if self._state.phase is not TurnPhase.EXECUTING:
+                return
+            applied = apply_commit(review, session=self._session, ledger=self._ledger)
+            final = (
+                ToolOk(applied.result)
+                if isinstance(applied, Committed)
+                else ToolFailed(applied.message)
+            )
+        elif isinstance(review, Unchanged):
+            final = ToolOk(review.result)
+        else:
+            final = ToolFailed(review.message)
+        await self._finish_call(current, final)
+
+    async def _finish_call(self, call: CallRecord, final: ToolOutcome) -> None:
+        payload = {
+            "call_id": call.id,
+            "tool": call.tool_name,
+            "ok": isinstance(final, ToolOk),
+            "result_digest": digest(final.result),
+        }
+        if not await self._record(StepKind.TOOL_RESULT, payload):
+            return
+        self._dispatch(CallSettled(call.id, final))
+
+
+def _request_digest(request: ChatRequest) -> str:
+    return digest(
+        {
+            "provider": request.provider,
+            "model": request.model,
+            "system": request.system,
+            "messages": [message_to_json(m) for m in request.messages],
+            "tools": [t.name for t in request.tools],
+            "max_output_tokens": request.max_output_tokens,
+        }
+    )
