@@ -1,0 +1,192 @@
+"""Run state: park, decide (idempotent, with actor), resume checks before the CAS claim, recovery."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from stockade.governance.ledger import CreditBudgets, Hold, Ledger
+from stockade.governance.runstate import DocumentChanged, RunStates
+from stockade.governance.sealing import SnapshotKeyMissing, SnapshotKeys, SnapshotTampered
+from stockade.governance.trajectory import Trajectory
+from stockade.store import ConflictError, Database, NotFoundError
+from stockade.store.runs import Decision, PendingCallRow, RunStatus
+from tests.unit.governance.conftest import DictSecrets, FakeClock
+
+DOC = "sha256:" + "d" * 64
+PENDING = [PendingCallRow("call-1", 0, "add_threat", "sha256:" + "1" * 64, False),
+           PendingCallRow("call-2", 1, "delete_element", "sha256:" + "2" * 64, True)]
+
+
+@pytest.fixture
+def runs(db: Database, trajectory: Trajectory, ledger: Ledger, secrets: DictSecrets,
+         clock: FakeClock) -> RunStates:
+    return RunStates(db, trajectory, ledger, SnapshotKeys(secrets), clock)
+
+
+def _parked(runs: RunStates, run_id: str = "run-1") -> str:
+    runs.start(run_id, document_path="/tmp/model.thf", document_digest=DOC,
+               provider="offline", model="stride-rules", payload={"provider": "offline"})
+    runs.park(run_id, snapshot={"runner": {"messages": ["hello"]}}, document_digest=DOC,
+              pending=PENDING)
+    return run_id
+
+
+def _decide_all(runs: RunStates, run_id: str) -> None:
+    runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
+    runs.decide(run_id, "call-2", Decision.DENIED, "alice", "too risky")
+
+
+def test_park_stores_a_sealed_snapshot_and_pending_calls(runs: RunStates, db: Database) -> None:
+    run_id = _parked(runs)
+    row = runs.get(run_id)
+    assert row.status is RunStatus.PARKED and not row.claimed and row.has_snapshot
+    assert [p.call_id for p in runs.pending_calls(run_id)] == ["call-1", "call-2"]
+    raw = db.read().execute("SELECT snapshot FROM run").fetchone()[0]
+    assert b"hello" not in raw and b"messages" not in raw
+    assert runs.open_snapshot(run_id)["runner"] == {"messages": ["hello"]}
+
+
+def test_decisions_record_the_actor_and_are_idempotent(runs: RunStates,
+                                                       trajectory: Trajectory) -> None:
+    run_id = _parked(runs)
+    first = runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
+    again = runs.decide(run_id, "call-1", Decision.APPROVED, "bob")
+    assert not first.already_recorded and again.already_recorded and again.actor == "alice"
+    approved = [e for e in trajectory.events(run_id) if e.kind == "tool.approved"]
+    assert len(approved) == 1 and approved[0].payload["actor"] == "alice"
+
+
+def test_a_contrary_decision_is_a_conflict(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
+    with pytest.raises(ConflictError, match="already approved by alice"):
+        runs.decide(run_id, "call-1", Decision.DENIED, "bob")
+
+
+def test_decisions_need_an_actor_a_known_run_and_a_pending_call(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    with pytest.raises(ValueError, match="actor"):
+        runs.decide(run_id, "call-1", Decision.APPROVED, "  ")
+    with pytest.raises(NotFoundError):
+        runs.decide("nope", "call-1", Decision.APPROVED, "alice")
+    with pytest.raises(ConflictError, match="not awaiting"):
+        runs.decide(run_id, "call-9", Decision.APPROVED, "alice")
+
+
+def test_the_deny_reason_reaches_the_audit_only_as_a_digest(runs: RunStates,
+                                                            trajectory: Trajectory) -> None:
+    run_id = _parked(runs)
+    runs.decide(run_id, "call-2", Decision.DENIED, "alice", "too risky")
+    denied = next(e for e in trajectory.events(run_id) if e.kind == "tool.denied")
+    assert "too risky" not in str(denied.payload)
+    assert denied.payload["reason_digest"].startswith("sha256:")
+
+
+def test_resume_is_refused_while_a_call_is_undecided(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
+    with pytest.raises(ConflictError, match="call-2"):
+        runs.prepare_resume(run_id, lambda _path: DOC)
+    assert runs.get(run_id).status is RunStatus.PARKED
+
+
+def test_resume_then_claim_moves_the_run_to_running_once(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    first = runs.prepare_resume(run_id, lambda _path: DOC)
+    second = runs.prepare_resume(run_id, lambda _path: DOC)
+    runs.claim(first)
+    with pytest.raises(ConflictError):
+        runs.claim(second)
+    row = runs.get(run_id)
+    assert row.status is RunStatus.RUNNING and row.claimed and not row.has_snapshot
+    assert {d.call_id: d.decision for d in first.decisions} == {
+        "call-1": Decision.APPROVED, "call-2": Decision.DENIED}
+    with pytest.raises(ConflictError):
+        runs.prepare_resume(run_id, lambda _path: DOC)
+
+
+def test_resume_is_refused_when_the_document_changed(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    with pytest.raises(DocumentChanged, match="changed"):
+        runs.prepare_resume(run_id, lambda _path: "sha256:" + "e" * 64)
+    assert runs.get(run_id).status is RunStatus.PARKED
+
+
+def test_resume_is_refused_without_the_keyring_key(runs: RunStates, secrets: DictSecrets) -> None:
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    secrets.items.clear()
+    with pytest.raises(SnapshotKeyMissing):
+        runs.prepare_resume(run_id, lambda _path: DOC)
+    assert runs.get(run_id).status is RunStatus.PARKED
+
+
+def test_resume_is_refused_for_a_tampered_snapshot(runs: RunStates, db: Database) -> None:
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    raw = sqlite3.connect(db.path)
+    blob = bytearray(raw.execute("SELECT snapshot FROM run").fetchone()[0])
+    blob[-1] ^= 0xFF
+    raw.execute("UPDATE run SET snapshot = ?", (bytes(blob),))
+    raw.commit()
+    with pytest.raises(SnapshotTampered):
+        runs.prepare_resume(run_id, lambda _path: DOC)
+    assert runs.get(run_id).status is RunStatus.PARKED
+
+
+def test_a_snapshot_copied_from_another_run_is_refused(runs: RunStates, db: Database) -> None:
+    _parked(runs, "run-a")
+    _parked(runs, "run-b")
+    raw = sqlite3.connect(db.path)
+    blob = raw.execute("SELECT snapshot FROM run WHERE run_id = 'run-a'").fetchone()[0]
+    raw.execute("UPDATE run SET snapshot = ? WHERE run_id = 'run-b'", (blob,))
+    raw.commit()
+    with pytest.raises(SnapshotTampered):
+        runs.open_snapshot("run-b")
+
+
+def test_parking_twice_without_a_resume_is_a_conflict(runs: RunStates) -> None:
+    run_id = _parked(runs)
+    with pytest.raises(ConflictError):
+        runs.park(run_id, snapshot={}, document_digest=DOC, pending=PENDING)
+
+
+def test_finish_releases_open_holds_and_clears_the_snapshot(runs: RunStates,
+                                                             ledger: Ledger) -> None:
+    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    hold = ledger.reserve(run_id="r", provider="p", model="m", credits=50, estimated=5,
+                          budgets=CreditBudgets(per_turn=100))
+    assert isinstance(hold, Hold)
+    runs.finish("r", outcome="failed", reason="provider")
+    totals = ledger.totals("r")
+    assert totals.open_count == 0 and totals.reserved == totals.settled + totals.released
+    assert runs.get("r").status is RunStatus.FINISHED
+
+
+def test_a_run_whose_process_died_is_marked_interrupted_and_its_holds_released(
+    runs: RunStates, db: Database, ledger: Ledger, trajectory: Trajectory
+) -> None:
+    runs.start("dead", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    ledger.reserve(run_id="dead", provider="p", model="m", credits=70, estimated=5,
+                   budgets=CreditBudgets(per_turn=100))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    with db.write() as conn:
+        conn.execute("UPDATE run SET owner_pid = ? WHERE run_id = 'dead'", (int(gone.stdout),))
+    runs.start("mine", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    assert runs.recover_interrupted() == ["dead"]
+    assert runs.get("dead").status is RunStatus.INTERRUPTED
+    assert runs.get("mine").status is RunStatus.RUNNING
+    totals = ledger.totals()
+    assert totals.open_count == 0 and totals.reserved == totals.settled + totals.released == 70
+    assert trajectory.events("dead")[-1].kind == "run.interrupted"
+    assert trajectory.verify_chain().ok

@@ -1,0 +1,131 @@
+"""The trajectory: append-only, chained, digest-only payloads, and verification that names breaks."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from stockade.governance.trajectory import (
+    GENESIS_HASH,
+    EventKind,
+    Trajectory,
+    TrajectoryError,
+    event_hash,
+)
+from stockade.store import Database
+from stockade.tools.canonical import canonical_json, digest
+
+
+def _fill(trajectory: Trajectory, n: int = 5) -> None:
+    for i in range(n):
+        trajectory.append(f"run-{i % 2}", EventKind.MODEL_REQUEST, {"iteration": i})
+
+
+def test_events_chain_from_genesis(trajectory: Trajectory) -> None:
+    first = trajectory.append("r", EventKind.RUN_STARTED, {"provider": "offline"})
+    second = trajectory.append("r", EventKind.RUN_FINISHED, {"outcome": "completed"})
+    assert first.prev_hash == GENESIS_HASH and second.prev_hash == first.hash
+    assert (first.seq, second.seq, first.run_seq, second.run_seq) == (1, 2, 0, 1)
+
+
+def test_event_hash_equals_canonical_json_digest(trajectory: Trajectory) -> None:
+    event = trajectory.append("r", EventKind.TOOL_PROPOSED,
+                              {"call_id": "c1", "tool": "add_threat", "é": [1, True, None]})
+    envelope = {"seq": event.seq, "run_id": "r", "run_seq": 0, "kind": "tool.proposed",
+                "at_ms": event.at_ms, "payload": event.payload, "prev_hash": event.prev_hash}
+    assert event.hash == digest(envelope)
+    assert event_hash(event.seq, "r", 0, "tool.proposed", event.at_ms,
+                      canonical_json(event.payload), event.prev_hash) == event.hash
+
+
+def test_run_seq_counts_per_run_while_seq_is_global(trajectory: Trajectory) -> None:
+    _fill(trajectory, 6)
+    assert [e.run_seq for e in trajectory.events("run-0")] == [0, 1, 2]
+    assert [e.seq for e in trajectory.events("run-1")] == [2, 4, 6]
+
+
+def test_payloads_refuse_long_text_and_floats(trajectory: Trajectory) -> None:
+    with pytest.raises(TrajectoryError, match="ids, names, counts and digests"):
+        trajectory.append("r", EventKind.TOOL_RESULT, {"result": "x" * 500})
+    with pytest.raises(TrajectoryError):
+        trajectory.append("r", EventKind.TOOL_RESULT, {"ratio": 0.5})
+    assert trajectory.count() == 0
+
+
+def test_update_and_delete_are_refused_by_triggers(trajectory: Trajectory, db: Database) -> None:
+    _fill(trajectory, 2)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"), db.write() as conn:
+        conn.execute("UPDATE event SET payload = '{}' WHERE seq = 1")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"), db.write() as conn:
+        conn.execute("DELETE FROM event WHERE seq = 2")
+
+
+def test_verify_passes_on_an_intact_chain(trajectory: Trajectory) -> None:
+    _fill(trajectory, 20)
+    result = trajectory.verify_chain()
+    assert result.ok and result.checked == 20 and result.first_broken is None
+
+
+def _drop_triggers(db: Database) -> sqlite3.Connection:
+    raw = sqlite3.connect(db.path)
+    raw.execute("DROP TRIGGER event_no_update")
+    raw.execute("DROP TRIGGER event_no_delete")
+    return raw
+
+
+def test_verify_names_an_edited_event(trajectory: Trajectory, db: Database) -> None:
+    _fill(trajectory, 10)
+    raw = _drop_triggers(db)
+    raw.execute("UPDATE event SET payload = ? WHERE seq = 7", (json.dumps({"iteration": 99}),))
+    raw.commit()
+    result = trajectory.verify_chain()
+    assert not result.ok and result.first_broken == 7 and result.checked == 6
+    assert "changed" in (result.reason or "")
+
+
+def test_verify_names_the_event_after_a_deleted_one(trajectory: Trajectory, db: Database) -> None:
+    _fill(trajectory, 10)
+    raw = _drop_triggers(db)
+    raw.execute("DELETE FROM event WHERE seq = 4")
+    raw.commit()
+    result = trajectory.verify_chain()
+    assert not result.ok and result.first_broken == 5 and "missing" in (result.reason or "")
+
+
+def test_verify_catches_a_rehashed_event_by_its_successor(
+    trajectory: Trajectory, db: Database
+) -> None:
+    _fill(trajectory, 5)
+    raw = _drop_triggers(db)
+    seq, run_id, run_seq, kind, at_ms, _payload, prev = raw.execute(
+        "SELECT seq, run_id, run_seq, kind, at_ms, payload, prev_hash FROM event WHERE seq = 3"
+    ).fetchone()
+    forged = canonical_json({"iteration": 1234})
+    new_hash = event_hash(seq, run_id, run_seq, kind, at_ms, forged, prev)
+    raw.execute("UPDATE event SET payload = ?, hash = ? WHERE seq = 3", (forged, new_hash))
+    raw.commit()
+    result = trajectory.verify_chain()
+    assert not result.ok and result.first_broken == 4 and "link" in (result.reason or "")
+
+
+def test_export_lines_are_canonical_json_per_event(trajectory: Trajectory) -> None:
+    _fill(trajectory, 4)
+    lines = list(trajectory.export_lines("run-1"))
+    assert len(lines) == 2
+    assert [json.loads(line)["run_seq"] for line in lines] == [0, 1]
+    assert all(canonical_json(json.loads(line)) == line for line in lines)
+
+
+def test_an_append_that_cannot_get_the_write_lock_raises_trajectory_error(db: Database) -> None:
+    trajectory = Trajectory(db)
+    db.read().execute("PRAGMA busy_timeout = 50")
+    raw = sqlite3.connect(db.path)
+    raw.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        with pytest.raises(TrajectoryError, match="busy"):
+            trajectory.append("r", EventKind.RUN_STARTED, {})
+    finally:
+        raw.rollback()
+        raw.close()
