@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from pydantic import ValidationError
 
 from stockade.thf.errors import ThfError, ThfErrorCode
-from stockade.thf.model import SUPPORTED_VERSIONS, Group, ThreatModel
+from stockade.thf.model import SECTION_NAMES, SUPPORTED_VERSIONS, Group, ThreatModel
 
 _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 
@@ -46,8 +48,58 @@ _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 def validate_references(model: ThreatModel) -> None:
     """Raise the first duplicate id, dangling reference or group cycle, in the order above.
 
-    Runs on every AI commit, so it is linear: one set per section, no nested scans.
+    Runs on every AI commit, so the common case (a valid document) is decided with set
+    operations that iterate in C; only when something is wrong does the ordered scan run
+    to find the first problem in the documented order.
     """
+    if not _references_hold(model):
+        _raise_first_problem(model)
+    _check_group_cycles(model.groups)
+
+
+_ID = attrgetter("id")
+_FROM = attrgetter("from_")
+_TO = attrgetter("to")
+
+
+def _present(getter: attrgetter[Any], entities: Sequence[Any]) -> set[Any]:
+    values = set(map(getter, entities))
+    values.discard(None)
+    return values
+
+
+def _references_hold(model: ThreatModel) -> bool:
+    """True when every check except the group cycles passes (no order, no messages)."""
+    id_sets: dict[str, set[str]] = {}
+    for section in SECTION_NAMES:
+        entities = getattr(model, section)
+        ids = set(map(_ID, entities))
+        if len(ids) != len(entities):
+            return False
+        id_sets[section] = ids
+    elements = id_sets["elements"]
+    flows = id_sets["data_flows"]
+    groups = id_sets["groups"]
+    if not groups.isdisjoint(elements) or not groups.isdisjoint(id_sets["trust_boundaries"]):
+        return False
+    if not id_sets["relationships"].isdisjoint(flows):
+        return False
+    endpoints = set(map(_FROM, model.data_flows))
+    endpoints.update(map(_TO, model.data_flows))
+    endpoints.update(map(_FROM, model.relationships))
+    endpoints.update(map(_TO, model.relationships))
+    endpoints.update(chain.from_iterable(map(attrgetter("contains"), model.trust_boundaries)))
+    endpoints |= _present(attrgetter("element"), model.threats)
+    return (
+        endpoints <= elements
+        and _present(attrgetter("layer"), model.elements) <= id_sets["layers"]
+        and _present(attrgetter("group"), model.elements) <= groups
+        and _present(attrgetter("parent"), model.groups) <= groups
+        and _present(attrgetter("flow"), model.threats) <= flows
+    )
+
+
+def _raise_first_problem(model: ThreatModel) -> None:
     element_ids = _unique_ids(model.elements, "elements")
     flow_ids = _unique_ids(model.data_flows, "data_flows")
     layer_ids = _unique_ids(model.layers, "layers")
@@ -86,6 +138,7 @@ def validate_references(model: ThreatModel) -> None:
             )
         if relationship.to not in element_ids:
             raise _dangling("relationships", relationship.id, "to", relationship.to, model.elements)
+    # The reference checks cycles before boundary members and threat targets (step l).
     _check_group_cycles(model.groups)
     for boundary in model.trust_boundaries:
         for member in boundary.contains:
@@ -96,6 +149,7 @@ def validate_references(model: ThreatModel) -> None:
             raise _dangling("threats", threat.id, "element", threat.element, model.elements)
         if threat.flow is not None and threat.flow not in flow_ids:
             raise _dangling("threats", threat.id, "flow", threat.flow, model.data_flows)
+    raise AssertionError("the fast reference check and the ordered scan disagree")
 
 
 def _unique_ids(entities: Sequence[Any], section: str) -> frozenset[str]:
@@ -175,8 +229,89 @@ def validate_document(data: Any) -> ThreatModel:
         model = ThreatModel.model_validate(data)
     except ValidationError as exc:
         raise _field_error(exc, data) from None
+    _check_unknown_fields(model)
     validate_references(model)
     return model
+
+
+_MAX_UNKNOWN_DEPTH = 64
+_NESTED_RECORDS: dict[str, tuple[str, ...]] = {
+    "layers": (),
+    "groups": ("position", "size"),
+    "elements": ("position",),
+    "data_flows": ("label_offset",),
+    "relationships": ("label_offset",),
+    "trust_boundaries": ("position", "size"),
+    "threats": ("mitigation",),
+    "diagrams": ("viewport",),
+}
+_EXTRA = attrgetter("__pydantic_extra__")
+
+
+def _check_unknown_fields(model: ThreatModel) -> None:
+    """Unknown fields are kept and written back, so they must be plain YAML data.
+
+    Refuses what the writer could not reproduce faithfully: keys that are not scalars
+    (YAML complex keys), sets, and nesting deeper than `_MAX_UNKNOWN_DEPTH`. Most documents
+    have no unknown fields at all; that is established with C-level scans first.
+    """
+    records: list[tuple[str, Any, str | None]] = [
+        ("", model, None),
+        ("metadata", model.metadata, None),
+    ]
+    if model.metadata.settings is not None:
+        records.append(("metadata.settings", model.metadata.settings, None))
+    for section, nested_names in _NESTED_RECORDS.items():
+        entities = getattr(model, section)
+        if any(map(_EXTRA, entities)):
+            records.extend(
+                (_entity_path(section, e, i), e, e.id)
+                for i, e in enumerate(entities)
+                if e.__pydantic_extra__
+            )
+        for name in nested_names:
+            getter = attrgetter(name)
+            if any(map(_EXTRA, filter(None, map(getter, entities)))):
+                records.extend(
+                    (f"{_entity_path(section, e, i)}.{name}", getter(e), e.id)
+                    for i, e in enumerate(entities)
+                    if getter(e) is not None and getter(e).__pydantic_extra__
+                )
+    for path, record, entity_id in records:
+        for key, value in (record.__pydantic_extra__ or {}).items():
+            field = f"{path}.{key}" if path else key
+            problem = _plain_data_problem(value)
+            if problem is not None:
+                raise ThfError(
+                    ThfErrorCode.INVALID_FIELD,
+                    f"This file cannot be opened: {field} {problem}.",
+                    section=path.split("[")[0].split(".")[0] or key,
+                    id=entity_id,
+                    field=field,
+                )
+
+
+def _entity_path(section: str, entity: Any, index: int) -> str:
+    return f"{section}[{entity.id}]" if isinstance(entity.id, str) else f"{section}[{index}]"
+
+
+def _plain_data_problem(value: Any) -> str | None:
+    # Iterative so that a hostile nesting depth cannot exhaust the interpreter stack.
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > _MAX_UNKNOWN_DEPTH:
+            return f"is nested more than {_MAX_UNKNOWN_DEPTH} levels deep"
+        if isinstance(current, dict):
+            for key, item in current.items():
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    return "has a key that is itself a list or mapping"
+                stack.append((item, depth + 1))
+        elif isinstance(current, list):
+            stack.extend((item, depth + 1) for item in current)
+        elif not isinstance(current, (str, int, float, bool)) and current is not None:
+            return "holds a value that is not plain YAML data"
+    return None
 
 
 def _field_error(exc: ValidationError, data: Mapping[str, Any]) -> ThfError:
