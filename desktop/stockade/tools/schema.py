@@ -66,29 +66,42 @@ def forbidden_key_issues(raw: Any) -> list[str]:
     """Every `__proto__` key and unpaired surrogate anywhere in `raw`, found without recursion.
 
     An explicit stack keeps arbitrarily deep input (20,000 nested lists) from exhausting the
-    interpreter's recursion limit.
+    interpreter's recursion limit; paths are kept as parent links and spelled out only for an
+    issue, so deep input costs linear time.
     """
     issues: list[str] = []
-    stack: list[tuple[Any, tuple[int | str, ...]]] = [(raw, ())]
+    root: _PathLink = None
+    stack: list[tuple[Any, _PathLink]] = [(raw, root)]
     while stack:
-        value, path = stack.pop()
+        value, link = stack.pop()
         if isinstance(value, dict):
-            children = []
+            children: list[tuple[Any, _PathLink]] = []
             for key, child in value.items():
-                child_path = (*path, str(key))
+                child_link = (link, str(key))
                 if key == FORBIDDEN_KEY:
-                    issues.append(_issue(format_path(child_path), f'"{FORBIDDEN_KEY}" is not an accepted key'))
-                    continue
-                if isinstance(key, str) and _has_lone_surrogate(key):
-                    issues.append(_issue(format_path(path), "a key contains an unpaired surrogate, which is not valid text"))
-                    continue
-                children.append((child, child_path))
+                    issues.append(_issue(_spell(child_link), f'"{FORBIDDEN_KEY}" is not an accepted key'))
+                elif isinstance(key, str) and _has_lone_surrogate(key):
+                    issues.append(_issue(_spell(link), "a key contains an unpaired surrogate, which is not valid text"))
+                else:
+                    children.append((child, child_link))
             stack.extend(reversed(children))
         elif isinstance(value, list):
-            stack.extend((child, (*path, i)) for i, child in reversed(list(enumerate(value))))
+            stack.extend((value[i], (link, i)) for i in range(len(value) - 1, -1, -1))
         elif isinstance(value, str) and _has_lone_surrogate(value):
-            issues.append(_issue(format_path(path), "contains an unpaired surrogate, which is not valid text"))
+            issues.append(_issue(_spell(link), "contains an unpaired surrogate, which is not valid text"))
     return issues
+
+
+_PathLink = tuple[Any, int | str] | None
+
+
+def _spell(link: _PathLink) -> str:
+    parts: list[int | str] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    parts.reverse()
+    return format_path(parts)
 
 
 def _has_lone_surrogate(text: str) -> bool:

@@ -1,0 +1,181 @@
+"""Strict tool-input validation: the `__proto__` walk, plain issues and advertised schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from stockade.tools.registry import ToolRegistry
+from stockade.tools.schema import forbidden_key_issues, json_schema, parse_input
+from stockade.tools.read_tools import GetEntityInput
+from tests.unit.tools.conftest import issues_of, prepare_ok
+
+
+def test_top_level_proto_key_is_the_only_issue(registry: ToolRegistry) -> None:
+    # SEC-P-01: the schema is not consulted once the walk finds the key.
+    raw = json.loads('{"kind":"elements","id":"x","__proto__":{"polluted":true}}')
+    assert issues_of(registry, "get_entity", raw) == ('__proto__: "__proto__" is not an accepted key',)
+
+
+def test_proto_key_does_not_pollute_anything(registry: ToolRegistry) -> None:
+    # INJ-11
+    raw = json.loads('{"kind":"elements","id":"x","__proto__":{"polluted":true}}')
+    issues = issues_of(registry, "get_entity", raw)
+    assert any("__proto__" in issue for issue in issues)
+    assert not hasattr(object, "polluted")
+    assert not hasattr(dict, "polluted")
+    assert not hasattr(GetEntityInput, "polluted")
+
+
+def test_nested_proto_key_is_reported_with_its_path(registry: ToolRegistry) -> None:
+    # SEC-P-02
+    raw = {"action": "update_trust_boundary", "id": "b", "updates": {"size": {"width": 1, "height": 2, "__proto__": {}}}}
+    issues = issues_of(registry, "update_trust_boundary", raw)
+    assert issues == ('updates.size.__proto__: "__proto__" is not an accepted key',)
+
+
+def test_proto_key_inside_list_item_is_reported_with_index(registry: ToolRegistry) -> None:
+    # SEC-P-03
+    raw = {"action": "update_element", "id": "e", "updates": {"tags": [{"__proto__": 1}]}}
+    issues = issues_of(registry, "update_element", raw)
+    assert issues == ('updates.tags[0].__proto__: "__proto__" is not an accepted key',)
+
+
+def test_twenty_thousand_deep_nesting_is_rejected_without_recursion(registry: ToolRegistry) -> None:
+    # SEC-P-04
+    deep: Any = "leaf"
+    for _ in range(20_000):
+        deep = [deep]
+    issues = issues_of(registry, "update_element", {"action": "update_element", "id": "e", "updates": {"tags": deep}})
+    assert issues
+    nested_dicts: Any = {"__proto__": 1}
+    for _ in range(20_000):
+        nested_dicts = {"a": nested_dicts}
+    found = forbidden_key_issues(nested_dicts)
+    assert len(found) == 1 and found[0].endswith('a.__proto__: "__proto__" is not an accepted key')
+
+
+@pytest.mark.parametrize("raw", ["text", ["kind", "elements"], None, 42, True])
+def test_non_object_input_is_rejected(registry: ToolRegistry, raw: Any) -> None:
+    # SEC-P-05
+    issues = issues_of(registry, "get_entity", raw)
+    assert issues and "JSON object" in issues[0]
+
+
+def test_every_advertised_schema_is_closed_at_every_level(registry: ToolRegistry) -> None:
+    # SEC-P-05: additionalProperties false on every object, no $schema, no $ref, no null branch.
+    for tool in registry.list():
+        schema = tool.input_schema()
+        assert schema["type"] == "object"
+        stack: list[Any] = [schema]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                assert "$schema" not in node and "$ref" not in node and "$defs" not in node
+                assert node.get("type") != "null" and "anyOf" not in node
+                if node.get("type") == "object":
+                    assert node["additionalProperties"] is False, tool.name
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+
+def test_graph_schemas_require_action_and_payload(registry: ToolRegistry) -> None:
+    for tool in registry.list()[4:]:
+        schema = tool.input_schema()
+        assert schema["properties"]["action"] == {"type": "string", "enum": [tool.name]}
+        if tool.name.startswith("add_"):
+            assert schema["required"] == ["action", tool.name[4:]]
+        elif tool.name.startswith("update_"):
+            assert schema["required"] == ["action", "id", "updates"]
+        else:
+            assert schema["required"] == ["action", "id"]
+
+
+def test_read_schemas_require_only_what_the_spec_requires(registry: ToolRegistry) -> None:
+    assert registry.get("get_entity").input_schema()["required"] == ["kind", "id"]  # type: ignore[union-attr]
+    assert registry.get("search_entities").input_schema()["required"] == ["kind"]  # type: ignore[union-attr]
+    for name in ("get_document_summary", "search_component_catalog"):
+        assert "required" not in registry.get(name).input_schema()  # type: ignore[union-attr]
+
+
+def test_field_descriptions_reach_the_schema(registry: ToolRegistry) -> None:
+    position = registry.get("add_element").input_schema()["properties"]["element"]["properties"]["position"]  # type: ignore[union-attr]
+    assert "right" in position["properties"]["x"]["description"]
+    assert "down" in position["properties"]["y"]["description"]
+
+
+def test_invented_key_is_named_in_the_issue(registry: ToolRegistry) -> None:
+    # SEC-TR-02
+    issues = issues_of(registry, "delete_element", {"action": "delete_element", "id": "web-app", "colour": "red"})
+    assert issues == ('"colour" is not an accepted field',)
+    nested = issues_of(registry, "add_element", {"action": "add_element", "element": {"type": "p", "name": "n", "colour": 1}})
+    assert nested == ('element: "colour" is not an accepted field',)
+
+
+def test_wrong_type_is_named_in_the_issue(registry: ToolRegistry) -> None:
+    # SEC-TR-03
+    issues = issues_of(registry, "delete_element", {"action": "delete_element", "id": 42})
+    assert issues == ("id: must be text",)
+    flags = issues_of(registry, "search_entities", {"kind": "data_flows", "authenticated": "yes"})
+    assert flags == ("authenticated: must be true or false",)
+    numbers = issues_of(registry, "search_entities", {"kind": "elements", "limit": 1.5})
+    assert numbers == ("limit: must be a whole number",)
+
+
+def test_missing_fields_and_bad_values_are_reported_each(registry: ToolRegistry) -> None:
+    issues = issues_of(registry, "add_element", {"action": "add_element", "element": {"name": ""}})
+    assert "element.type: is required" in issues
+    assert "element.name: must not be empty" in issues
+
+
+def test_wrong_action_literal_is_refused(registry: ToolRegistry) -> None:
+    issues = issues_of(registry, "delete_element", {"action": "delete_threat", "id": "x"})
+    assert issues[0].startswith("action: must be one of")
+    assert issues_of(registry, "delete_element", {"id": "x"}) == ("action: is required",)
+
+
+def test_explicit_null_is_refused_rather_than_treated_as_absent(registry: ToolRegistry) -> None:
+    issues = issues_of(registry, "search_entities", {"kind": "elements", "text": None})
+    assert issues == ("text: must not be null (leave an optional field out instead)",)
+
+
+def test_booleans_are_not_numbers_and_strings_are_not_coerced(registry: ToolRegistry) -> None:
+    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": True}) == ("offset: must be a whole number",)
+    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": "3"}) == ("offset: must be a whole number",)
+
+
+def test_string_caps_count_code_points(registry: ToolRegistry) -> None:
+    prepare_ok(registry, "get_entity", {"kind": "elements", "id": "🔑" * 200})
+    issues = issues_of(registry, "get_entity", {"kind": "elements", "id": "🔑" * 201})
+    assert issues == ("id: must be at most 200 characters",)
+    long_text = {"action": "update_element", "id": "e", "updates": {"description": "x" * 4001}}
+    assert issues_of(registry, "update_element", long_text) == ("updates.description: must be at most 4000 characters",)
+
+
+def test_page_limit_above_maximum_is_an_error_not_a_clamp(registry: ToolRegistry) -> None:
+    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 51}) == ("limit: must be at most 50",)
+    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 0}) == ("limit: must be at least 1",)
+
+
+def test_unpaired_surrogate_is_refused_before_it_can_break_the_digest(registry: ToolRegistry) -> None:
+    issues = issues_of(registry, "get_entity", {"kind": "elements", "id": "a\ud800"})
+    assert issues == ("id: contains an unpaired surrogate, which is not valid text",)
+
+
+def test_non_finite_numbers_are_refused(registry: ToolRegistry) -> None:
+    raw = {"action": "add_element", "element": {"type": "p", "name": "n", "position": {"x": float("nan"), "y": 1}}}
+    assert issues_of(registry, "add_element", raw) == ("element.position.x: must be a finite number",)
+
+
+def test_parse_input_returns_typed_model() -> None:
+    parsed = parse_input(GetEntityInput, {"kind": "threats", "id": "t1"})
+    assert isinstance(parsed, GetEntityInput) and parsed.kind == "threats" and parsed.id == "t1"
+
+
+def test_json_schema_of_a_read_input_is_plain() -> None:
+    schema = json_schema(GetEntityInput)
+    assert schema["properties"]["kind"]["enum"][0] == "elements"
+    assert set(schema) == {"type", "properties", "required", "additionalProperties"}
