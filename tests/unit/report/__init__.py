@@ -1,0 +1,1 @@
+"""Tests for reports and starter templates."""
