@@ -45,6 +45,15 @@ def install_log_file() -> Path:
     return path
 
 
+def remove_log_file() -> None:
+    """Stop writing the log file (tests; the app keeps it for its whole life)."""
+    global _installed_handler
+    if _installed_handler is not None:
+        logging.getLogger().removeHandler(_installed_handler)
+        _installed_handler.close()
+        _installed_handler = None
+
+
 def set_notifier(notifier: Notifier | None) -> None:
     """Where the one-line message goes (the main window's error box)."""
     global _notifier

@@ -210,6 +210,11 @@ class DocumentTreeModel(QAbstractItemModel):
             return (0, 0)
         return (len(node.pending), node.total_in_document)
 
+    def shown_ids(self, section: str) -> list[str]:
+        """Ids the section lists under the current filter (fetched into rows or not yet)."""
+        node = self._section_node(section)
+        return [str(e.id) for e in node.pending] if node is not None else []
+
     def section_label(self, section: str) -> str:
         shown, total = self.section_count(section)
         label = SECTION_LABELS[section]

@@ -1,0 +1,134 @@
+"""Hand edits in the detail pane go through the shared actions and the shared undo history."""
+
+from __future__ import annotations
+
+from stockade.thf.model import MitigationStatus, Severity, Threat
+from tests.conftest import THF_FIXTURES
+from tests.gui.conftest import WindowDriver
+
+
+def _threat(driver: WindowDriver, threat_id: str) -> Threat:
+    return next(t for t in driver.document.threats if t.id == threat_id)
+
+
+def _select_in_tree(driver: WindowDriver, section: str, entity_id: str) -> None:
+    pane = driver.window.tree_pane
+    index = pane.model.index_for_entity(section, entity_id)
+    pane.view.setCurrentIndex(index)  # a user click: emits entitySelected
+    assert driver.window.detail_pane.shown == (section, entity_id)
+
+
+def test_status_edit_changes_the_document_and_undo_restores_it_and_redo_reapplies(
+    driver: WindowDriver,
+) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    original = driver.document
+    _select_in_tree(driver, "threats", "threat-2")
+    detail = driver.window.detail_pane
+    assert detail.status_combo.currentData() == MitigationStatus.IN_PROGRESS.value
+
+    detail.status_combo.setCurrentIndex(detail.status_combo.findData("mitigated"))
+    assert detail.apply_button.isEnabled()
+    detail.apply_button.click()
+
+    edited = driver.document
+    assert edited is not original
+    threat = _threat(driver, "threat-2")
+    assert threat.mitigation is not None and threat.mitigation.status is MitigationStatus.MITIGATED
+    assert driver.window.open_document.is_dirty
+    assert driver.window.windowTitle().startswith("v1.0-canonical-full.thf* ")
+    assert driver.window.undo_action.isEnabled()
+
+    driver.window.undo_action.trigger()
+    assert driver.document is original
+    assert not driver.window.open_document.is_dirty
+    assert detail.status_combo.currentData() == "in_progress"
+    assert driver.window.redo_action.isEnabled()
+
+    driver.window.redo_action.trigger()
+    assert driver.document is edited
+    assert detail.status_combo.currentData() == "mitigated"
+
+
+def test_severity_and_mitigation_text_are_one_undo_step(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    original = driver.document
+    _select_in_tree(driver, "threats", "threat-3")  # no mitigation yet
+    detail = driver.window.detail_pane
+    detail.severity_combo.setCurrentIndex(detail.severity_combo.findData("medium"))
+    detail.status_combo.setCurrentIndex(detail.status_combo.findData("in_progress"))
+    detail.mitigation_edit.setPlainText("Require a second factor for the console.")
+    assert detail.apply_changes()
+
+    threat = _threat(driver, "threat-3")
+    assert threat.severity is Severity.MEDIUM
+    assert threat.mitigation is not None
+    assert threat.mitigation.description == "Require a second factor for the console."
+    driver.window.open_document.undo()
+    assert driver.document is original
+
+
+def test_renaming_an_element_updates_tree_and_keeps_the_selection(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    _select_in_tree(driver, "elements", "web-app")
+    detail = driver.window.detail_pane
+    detail.name_edit.setText("Customer Portal")
+    detail.description_edit.setPlainText("Serves the storefront.")
+    assert detail.apply_changes()
+
+    element = next(e for e in driver.document.elements if e.id == "web-app")
+    assert (element.name, element.description) == ("Customer Portal", "Serves the storefront.")
+    model = driver.window.tree_pane.model
+    index = model.index_for_entity("elements", "web-app")
+    assert model.data(index) == "Customer Portal"
+    assert driver.window.tree_pane.selected_key == ("elements", "web-app")
+    assert driver.window.tree_pane.view.currentIndex() == index
+
+
+def test_invalid_edit_shows_the_action_error_and_changes_nothing(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    original = driver.document
+    _select_in_tree(driver, "threats", "threat-1")
+    detail = driver.window.detail_pane
+    detail.name_edit.setText("")  # a threat title is required
+    assert not detail.apply_changes()
+
+    assert driver.document is original
+    assert not driver.window.open_document.is_dirty
+    assert detail.error_label.isVisible()
+    assert "title" in detail.error_label.text()
+    assert not driver.window.undo_action.isEnabled()
+
+
+def test_mitigation_text_without_a_status_is_refused(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    _select_in_tree(driver, "threats", "threat-3")
+    detail = driver.window.detail_pane
+    detail.mitigation_edit.setPlainText("Something")
+    assert not detail.apply_changes()
+    assert "status" in detail.error_label.text()
+
+
+def test_detail_lists_every_field_including_unknown_ones(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-unknown-fields.thf")
+    element = driver.document.elements[0]
+    assert element.extras, "fixture carries an unknown element field"
+    _select_in_tree(driver, "elements", element.id)
+    fields = driver.window.detail_pane.fields
+    names = [fields.topLevelItem(i).text(0) for i in range(fields.topLevelItemCount())]
+    assert "id" in names and "name" in names
+    assert any(n.startswith("unknown_future_note") and "unknown field" in n for n in names)
+
+
+def test_undoing_an_edit_of_a_filtered_view_keeps_the_filter(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    pane = driver.window.tree_pane
+    pane.severity_combo.setCurrentIndex(pane.severity_combo.findData(Severity.CRITICAL))
+    assert pane.model.section_count("threats") == (1, 3)
+    _select_in_tree(driver, "threats", "threat-3")
+    detail = driver.window.detail_pane
+    detail.severity_combo.setCurrentIndex(detail.severity_combo.findData("low"))
+    assert detail.apply_changes()
+    assert pane.model.section_count("threats") == (0, 3)
+    driver.window.open_document.undo()
+    assert pane.model.section_count("threats") == (1, 3)

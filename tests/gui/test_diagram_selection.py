@@ -1,0 +1,86 @@
+"""The diagram draws the document and shares its selection with the tree."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+
+from stockade.ui.diagram_view import BoundaryItem, ElementItem, FlowItem, layout_document
+from stockade.ui.main_window import AppTab
+from tests.conftest import THF_FIXTURES
+from tests.gui.conftest import WindowDriver
+
+
+def test_diagram_draws_every_element_flow_and_boundary(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    view = driver.window.diagram_view
+    view.ensure_built()
+    document = driver.document
+    for element in document.elements:
+        assert isinstance(view.item_for("elements", element.id), ElementItem)
+    for flow in document.data_flows:
+        assert isinstance(view.item_for("data_flows", flow.id), FlowItem)
+    for boundary in document.trust_boundaries:
+        assert isinstance(view.item_for("trust_boundaries", boundary.id), BoundaryItem)
+    web_app = view.item_for("elements", "web-app")
+    assert isinstance(web_app, ElementItem) and web_app.badge is not None
+    assert web_app.badge.count == sum(1 for t in document.threats if t.element == "web-app")
+
+
+def test_elements_without_positions_get_grid_slots(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-minimal.thf")
+    layout = layout_document(driver.document)
+    assert layout.unpositioned == len(driver.document.elements)
+    assert set(layout.elements) == {e.id for e in driver.document.elements}
+
+
+def test_clicking_an_element_in_the_diagram_selects_it_in_the_tree(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.show_tab(AppTab.DIAGRAM)
+    view = driver.window.diagram_view
+    item = view.item_for("elements", "payment-db")
+    assert item is not None
+    center = view.mapFromScene(item.sceneBoundingRect().center())
+    driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(center))
+
+    assert driver.window.tree_pane.selected_key == ("elements", "payment-db")
+    tree = driver.window.tree_pane
+    assert tree.model.key_for_index(tree.view.currentIndex()) == ("elements", "payment-db")
+    assert driver.window.detail_pane.shown == ("elements", "payment-db")
+
+
+def test_selecting_in_the_tree_selects_in_the_diagram(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    tree = driver.window.tree_pane
+    tree.view.setCurrentIndex(tree.model.index_for_entity("data_flows", "flow-1"))
+    view = driver.window.diagram_view
+    assert view.selected_key() == ("data_flows", "flow-1")
+    tree.view.setCurrentIndex(tree.model.index_for_entity("threats", "threat-1"))
+    assert view.selected_key() is None
+
+
+def test_zoom_actions_and_fit_change_the_scale(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.show_tab(AppTab.DIAGRAM)
+    view = driver.window.diagram_view
+    before = view.current_scale()
+    driver.window.findChild(type(driver.window.undo_action), "actionZoomIn").trigger()
+    assert view.current_scale() > before
+    driver.window.findChild(type(driver.window.undo_action), "actionFit").trigger()
+    assert abs(view.current_scale() - before) < 1e-6
+
+
+def test_diagram_follows_undo(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.show_tab(AppTab.DIAGRAM)
+    from stockade.tools import actions
+
+    result = actions.delete_threat(driver.document, "threat-3")
+    assert isinstance(result, actions.ActionResult)
+    driver.window.open_document.apply_edit(result.document, result.result)
+    item = driver.window.diagram_view.item_for("elements", "web-app")
+    assert isinstance(item, ElementItem)
+    after_delete = item.badge.count if item.badge else 0
+    driver.window.open_document.undo()
+    item = driver.window.diagram_view.item_for("elements", "web-app")
+    assert isinstance(item, ElementItem) and item.badge is not None
+    assert item.badge.count == after_delete + 1
