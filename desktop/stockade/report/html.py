@@ -261,9 +261,14 @@ def _svg_flow(flow: DataFlow, source: Element, target: Element) -> str:
     tx, ty = target.position.x + NODE_WIDTH / 2, target.position.y + NODE_HEIGHT / 2
     x1, y1 = _edge_point(sx, sy, tx, ty)
     x2, y2 = _edge_point(tx, ty, sx, sy)
-    label = flow.name or flow.protocol
+    # A label wider than the gap between the two nodes would cover them: clip it to the gap
+    # (about 6 px per character at 11 px), keeping at least the flow number.
+    room = max(4, int(math.hypot(x2 - x1, y2 - y1) / 6.2))
+    label = _clip(flow.name or flow.protocol, max(room, 1))
     if flow.flow_number is not None:
-        label = f"{flow.flow_number}. {label}" if label else str(flow.flow_number)
+        number = str(flow.flow_number)
+        name_room = room - len(number) - 2
+        label = f"{number}. {_clip(label, name_room)}" if label and name_room >= 4 else number
     stroke = _color(flow.stroke_color, "#475569")
     parts = [
         f'<g class="flow"><line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
@@ -277,7 +282,7 @@ def _svg_flow(flow: DataFlow, source: Element, target: Element) -> str:
         # Drawn twice (white halo, then ink) so labels stay legible over lines; some SVG
         # renderers ignore paint-order.
         position = f'x="{_num(mx)}" y="{_num(my - 4)}" font-size="11" text-anchor="middle"'
-        text = _e(_clip(label, 36))
+        text = _e(_clip(label, 40))
         parts.append(
             f'<text {position} fill="#ffffff" stroke="#ffffff" stroke-width="4">{text}</text>'
             f'<text {position} fill="#334155">{text}</text>'
