@@ -326,7 +326,7 @@ def test_a_tool_that_raises_fails_its_call_with_an_authored_message(log_guard: A
         raise RuntimeError("internal detail")
 
     tools = ToolSet([FakeTool("read_thing", effect=ToolEffect.READ, fields=("q",), run=broken)])
-    runner, provider, _, _ = make_runner([calls_reply(("r1", "read_thing", {"q": "x"})), text_reply("ok")], registry=tools)
+    runner, _provider, _, _ = make_runner([calls_reply(("r1", "read_thing", {"q": "x"})), text_reply("ok")], registry=tools)
     state = run(runner.submit("hi"))
     call = state.call("r1")
     assert call is not None and call.status is CallStatus.FAILED
@@ -349,7 +349,7 @@ def test_denied_call_is_never_started_and_is_recorded_with_actor_and_reason() ->
 
 
 def test_approve_batch_uses_only_the_captured_ids() -> None:
-    runner, _, session, _ = make_runner(
+    runner, _, _session, _ = make_runner(
         [
             calls_reply(("c1", "add_element", add("A")), ("c2", "add_element", add("B")), ("c3", "delete_element", {"action": "delete_element", "id": "web-app"})),
             text_reply("ok"),
