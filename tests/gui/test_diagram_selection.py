@@ -54,7 +54,11 @@ def test_selecting_in_the_tree_selects_in_the_diagram(driver: WindowDriver) -> N
     tree.view.setCurrentIndex(tree.model.index_for_entity("data_flows", "flow-1"))
     view = driver.window.diagram_view
     assert view.selected_key() == ("data_flows", "flow-1")
-    tree.view.setCurrentIndex(tree.model.index_for_entity("threats", "threat-1"))
+    # A threat is not drawn: the diagram selects what it targets.
+    tree.view.setCurrentIndex(tree.model.index_for_entity("threats", "threat-3"))
+    target = next(t.element for t in driver.document.threats if t.id == "threat-3")
+    assert view.selected_key() == ("elements", target)
+    tree.view.setCurrentIndex(tree.model.index_for_entity("diagrams", driver.document.diagrams[0].id))
     assert view.selected_key() is None
 
 

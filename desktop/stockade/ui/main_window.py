@@ -436,7 +436,16 @@ class MainWindow(QMainWindow):
 
     def _on_tree_entitySelected(self, section: str, entity_id: str) -> None:
         self.detail_pane.show_entity(section, entity_id)
-        if not self.diagram_view.select_entity(section, entity_id):
+        diagram_key = (section, entity_id)
+        document = self.open_document.document
+        if section == "threats" and document is not None:
+            # Threats are not drawn; point at what the threat targets instead.
+            threat = next((t for t in document.threats if t.id == entity_id), None)
+            if threat is not None and threat.element is not None:
+                diagram_key = ("elements", threat.element)
+            elif threat is not None and threat.flow is not None:
+                diagram_key = ("data_flows", threat.flow)
+        if not self.diagram_view.select_entity(*diagram_key):
             self.diagram_view.select_entity("", "")  # clears a stale diagram selection
 
     def _on_diagram_entitySelected(self, section: str, entity_id: str) -> None:

@@ -1,0 +1,107 @@
+"""UI benchmark: how long until the main window shows a 10,000-element model (offscreen).
+
+Each measurement runs in a fresh subprocess so import and start-up costs count the way a user
+feels them. `run()` returns rows for the bench runner; `python tools/benchmarks/bench_ui.py`
+prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ELEMENTS = 10_000
+RUNS = 3
+TARGET_SECONDS = 2.5
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _child(model_path: str) -> None:
+    """Runs inside the subprocess: start the app, open the model, report when it is on screen."""
+    started = time.perf_counter()
+    import asyncio
+
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from stockade.ui.main_window import MainWindow
+
+    app = QApplication([sys.argv[0]])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    window = MainWindow(probe_keyring=False)
+    window.show()
+
+    async def open_and_settle() -> bool:
+        opened = await window.open_file(model_path)
+        # Shown means painted: let the pending layout and paint events run once.
+        QApplication.processEvents()
+        window.grab()
+        return opened
+
+    with loop:
+        opened = loop.run_until_complete(open_and_settle())
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"opened": opened, "seconds": elapsed}))
+
+
+def _measure(model_path: Path, home: Path) -> float:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", STOCKADE_HOME=str(home))
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", str(model_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+        cwd=_ROOT,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"the UI benchmark child failed: {result.stderr.strip()[-2000:]}")
+    report = json.loads(lines[-1])
+    if not report["opened"]:
+        raise RuntimeError("the UI benchmark child could not open the generated model")
+    return float(report["seconds"])
+
+
+def run() -> list[dict[str, Any]]:
+    """Median seconds from process start to the window showing the 10k-element model."""
+    if str(_ROOT) not in sys.path:
+        sys.path.insert(0, str(_ROOT))
+    from stockade.thf.writer import save
+    from tools.benchmarks.generate import generate_model
+
+    with tempfile.TemporaryDirectory(prefix="stockade-bench-ui-") as tmp:
+        folder = Path(tmp)
+        model_path = folder / "model-10k.thf"
+        save(generate_model(ELEMENTS), model_path)
+        home = folder / "home"
+        home.mkdir()
+        samples = [_measure(model_path, home) for _ in range(RUNS)]
+    median = statistics.median(samples)
+    return [
+        {
+            "benchmark": "ui_window_shown_10k_elements",
+            "metric": "median_seconds",
+            "value": round(median, 3),
+            "unit": "s",
+            "target": TARGET_SECONDS,
+            "ratio": round(median / TARGET_SECONDS, 3),
+        }
+    ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        _child(sys.argv[2])
+    else:
+        for row in run():
+            print(json.dumps(row))
