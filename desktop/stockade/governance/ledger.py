@@ -190,3 +190,7 @@ class Ledger:
 
     def totals(self, run_id: str | None = None) -> LedgerTotals:
         return sql.ledger_totals(self._db.read(), run_id)
+
+    def usage_for_run(self, run_id: str) -> tuple[int, int, int]:
+        """Reported (input, output, cached input) tokens over a run's settled requests."""
+        return sql.usage_for_run(self._db.read(), run_id)

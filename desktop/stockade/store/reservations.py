@@ -130,3 +130,12 @@ def ledger_totals(conn: sqlite3.Connection, run_id: str | None = None) -> Ledger
         params,
     ).fetchone()
     return LedgerTotals(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+
+
+def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]:
+    """Reported (input, output, cached input) tokens over a run's closed requests."""
+    r = conn.execute(
+        "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+        "COALESCE(SUM(cached_input_tokens), 0) FROM reservation "
+        "WHERE run_id = ? AND status <> 'open'", (run_id,)).fetchone()
+    return int(r[0]), int(r[1]), int(r[2])
