@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import unicodedata
 import asyncio
+import unicodedata
 from typing import Any
 
 import pytest
@@ -12,7 +12,14 @@ from stockade.thf.model import ThreatModel
 from stockade.tools.canonical import digest
 from stockade.tools.prompt import build_system_prompt
 from stockade.tools.registry import ToolRegistry, default_registry, define_tool
-from stockade.tools.runtime import PrepareFailed, PreparedCall, ToolContext, ToolEffect, ToolOk, ToolOutcome
+from stockade.tools.runtime import (
+    PreparedCall,
+    PrepareFailed,
+    ToolContext,
+    ToolEffect,
+    ToolOk,
+    ToolOutcome,
+)
 from stockade.tools.schema import IdText, StrictInput
 from tests.unit.tools.conftest import el, make_doc
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from stockade.tools.read_tools import GetEntityInput
 from stockade.tools.registry import ToolRegistry
 from stockade.tools.schema import forbidden_key_issues, json_schema, parse_input
-from stockade.tools.read_tools import GetEntityInput
 from tests.unit.tools.conftest import issues_of, prepare_ok
 
 
