@@ -51,6 +51,11 @@ def print_error(message: str) -> None:
     print(f"stockade: {message}", file=sys.stderr)
 
 
+def plural(n: int, noun: str) -> str:
+    """`1 element`, `2 elements`: counts in human output read as English."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def display_path(path: Path) -> str:
     """The path as the user typed it (relative stays relative) for messages and JSON."""
     return os.fspath(path)

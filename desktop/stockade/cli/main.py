@@ -21,22 +21,31 @@ COMMANDS: tuple[str, ...] = ("validate", "fmt", "report", "keys", "assist", "run
 APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
 
 
-def _load_command_modules() -> tuple[dict[str, ModuleType], set[str]]:
-    """Import the subcommand modules that exist in this build.
+def _import_command(name: str) -> ModuleType | None:
+    """Import `stockade.cli.<name>`; None when that module is not in this build.
 
-    A module that is simply not there yet is skipped; a module that exists but fails to
-    import (a missing dependency of its own) is a real error and propagates.
+    A module that exists but fails to import (a missing dependency of its own) is a real
+    error and propagates.
     """
+    qualified = f"stockade.cli.{name}"
+    try:
+        return importlib.import_module(qualified)
+    except ModuleNotFoundError as err:
+        if err.name != qualified:
+            raise
+        return None
+
+
+def _load_command_modules() -> tuple[dict[str, ModuleType], set[str]]:
+    """Import every subcommand module in this build; also name the ones that are missing."""
     loaded: dict[str, ModuleType] = {}
     missing: set[str] = set()
     for name in COMMANDS:
-        qualified = f"stockade.cli.{name}"
-        try:
-            loaded[name] = importlib.import_module(qualified)
-        except ModuleNotFoundError as err:
-            if err.name != qualified:
-                raise
+        module = _import_command(name)
+        if module is None:
             missing.add(name)
+        else:
+            loaded[name] = module
     return loaded, missing
 
 
@@ -94,13 +103,19 @@ def _run_app(argv: list[str]) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    modules, missing = _load_command_modules()
     first = argv[0] if argv else None
-    if first in missing:
-        raise UsageError(f"the '{first}' command is not available in this build")
-    if first is not None and (first in modules or first in ("-h", "--help")):
-        args = build_parser(modules).parse_args(argv)
+    if first in COMMANDS:
+        # Only the named command is imported, so `stockade validate` never pays for the
+        # provider SDKs that `assist` needs.
+        module = _import_command(first)
+        if module is None:
+            raise UsageError(f"the '{first}' command is not available in this build")
+        args = build_parser({first: module}).parse_args(argv)
         return int(args.func(args))
+    if first in ("-h", "--help"):
+        modules, _missing = _load_command_modules()
+        build_parser(modules).parse_args(argv)  # prints the help and exits 0
+        return ExitCode.OK
     return _run_app(argv)
 
 

@@ -13,6 +13,7 @@ from stockade.cli.common import (
     display_path,
     existing_files,
     load_document,
+    plural,
     print_json,
 )
 
@@ -88,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     _finish(
         args,
         result,
-        f"wrote {display_path(output)} ({fmt.value}: {summary.elements} elements, "
-        f"{summary.data_flows} flows, {summary.threats} threats)",
+        f"wrote {display_path(output)} ({fmt.value}: {plural(summary.elements, 'element')}, "
+        f"{plural(summary.data_flows, 'flow')}, {plural(summary.threats, 'threat')})",
     )
     return ExitCode.OK
 

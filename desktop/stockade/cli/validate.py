@@ -11,6 +11,7 @@ from stockade.cli.common import (
     display_path,
     existing_files,
     load_document,
+    plural,
     print_json,
 )
 
@@ -43,10 +44,15 @@ def run(args: argparse.Namespace) -> int:
             line = f"{shown}: {outcome.code}: {outcome.message}"
         else:
             results.append({"path": shown, "ok": True, "error": None})
-            line = (
-                f"{shown}: ok ({len(outcome.elements)} elements, "
-                f"{len(outcome.data_flows)} flows, {len(outcome.threats)} threats)"
+            counts = ", ".join(
+                plural(len(items), noun)
+                for items, noun in (
+                    (outcome.elements, "element"),
+                    (outcome.data_flows, "flow"),
+                    (outcome.threats, "threat"),
+                )
             )
+            line = f"{shown}: ok ({counts})"
         if not args.json:
             print(line, flush=True)
     if args.json:
