@@ -1,5 +1,6 @@
 """The `.thf` document: typed models, read + validate, canonical write, ids and diff."""
 
+from stockade.thf.diff import EntityChange, FieldChange, describe, diff
 from stockade.thf.errors import SaveError, ThfError, ThfErrorCode
 from stockade.thf.ids import (
     new_threat_id,
@@ -31,15 +32,21 @@ from stockade.thf.model import (
     TrustBoundary,
     Viewport,
 )
+from stockade.thf.reader import MAX_FILE_BYTES, read_file, read_text
+from stockade.thf.sidecar import merge_sidecar_layouts
 from stockade.thf.validate import validate_document, validate_references
+from stockade.thf.writer import save, to_yaml, to_yaml_body
 
 __all__ = [
     "ENTITY_TYPES",
+    "MAX_FILE_BYTES",
     "SECTION_NAMES",
     "SUPPORTED_VERSIONS",
     "DataFlow",
     "Diagram",
     "Element",
+    "EntityChange",
+    "FieldChange",
     "FileSettings",
     "Group",
     "Layer",
@@ -58,10 +65,18 @@ __all__ = [
     "ThreatModel",
     "TrustBoundary",
     "Viewport",
+    "describe",
+    "diff",
+    "merge_sidecar_layouts",
     "new_threat_id",
     "next_flow_number",
     "next_numbered_id",
+    "read_file",
+    "read_text",
+    "save",
     "slug",
+    "to_yaml",
+    "to_yaml_body",
     "unique_slug",
     "validate_document",
     "validate_references",
