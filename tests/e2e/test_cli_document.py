@@ -202,6 +202,7 @@ def test_argument_errors_exit_two_with_one_line(args: tuple[str, ...]) -> None:
     result = run_cli(*args)
     assert result.returncode == 2
     _assert_one_plain_line(result.stderr)
+    assert result.stderr.startswith(f"stockade {args[0]}: ")
     assert result.stdout == ""
 
 

@@ -53,13 +53,23 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
     """The subcommand parser: one sub-parser per available command module."""
     parser = CliArgumentParser(
         prog="stockade",
+        usage="stockade [FILE] [--screenshot PNG] [--tab TAB]\n       stockade COMMAND ...",
         description=(
-            "Review .thf threat models offline. Run 'stockade [FILE]' to open the app, "
-            "or one of the commands below."
+            "Review .thf threat models offline.\n\n"
+            "  stockade [FILE]       open the desktop app (optionally on FILE)\n"
+            "    --screenshot PNG    render the window offscreen, save it as PNG and exit\n"
+            "    --tab TAB           the tab to show: " + ", ".join(APP_TABS) + "\n"
+            "  stockade COMMAND ...  run one of the commands below"
         ),
-        epilog="Exit codes: 0 ok, 1 the thing checked failed, 2 usage error, 3 parked.",
+        epilog=(
+            "Every command accepts --help. Exit codes: 0 ok, 1 the thing checked failed, "
+            "2 usage error, 3 parked (a decision is needed)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", prog="stockade"
+    )
     subparsers.required = True
     for module in modules.values():
         module.add_parser(subparsers)
@@ -157,7 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exit_.code
         if code is None:
             return ExitCode.OK
-        return code if isinstance(code, int) else ExitCode.USAGE
+        if isinstance(code, int):
+            return code
+        print_error(str(code))
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         print_error("interrupted")
         return 130
