@@ -147,21 +147,18 @@ class OpenAIMapper:
         error = chunk.get("error")
         if error is not None:
             return [self._in_stream_error(error)]
+        # The shape is checked before any state changes, so a rejected chunk leaves none behind.
+        choice, delta, fragments = _checked_parts(chunk)
         events: list[StreamEvent] = []
         model = chunk.get("model")
         if not self._started and isinstance(model, str) and model:
             self._started = True
             events.append(MessageStart(model=model))
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list):
-            raise TypeError("choices")
-        choice = choices[0] if choices else None
         if choice is not None:
-            delta = choice.get("delta") or {}
             content = delta.get("content")
             if isinstance(content, str) and content:
                 events.append(TextDelta(text=content))
-            for fragment in delta.get("tool_calls") or []:
+            for fragment in fragments:
                 events.extend(self._tool_fragment(fragment))
             reason = choice.get("finish_reason")
             if isinstance(reason, str):
@@ -232,6 +229,32 @@ class OpenAIMapper:
         if "rate_limit" in marker or "insufficient_quota" in marker:
             return StreamError(error=errors.rate_limited(self._label, detail=detail, status=None))
         return StreamError(error=errors.stream_reported_error(self._label, detail=detail))
+
+
+def _checked_parts(
+    chunk: dict[str, Any],
+) -> tuple[dict[str, Any] | None, dict[str, Any], list[dict[str, Any]]]:
+    """The first choice, its delta and its tool-call fragments; raises on a wrong shape."""
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise TypeError("choices")
+    if not choices:
+        return None, {}, []
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise TypeError("choice")
+    delta = choice.get("delta") or {}
+    if not isinstance(delta, dict):
+        raise TypeError("delta")
+    fragments = delta.get("tool_calls") or []
+    if not isinstance(fragments, list) or not all(isinstance(f, dict) for f in fragments):
+        raise TypeError("tool_calls")
+    for fragment in fragments:
+        index = fragment.get("index", 0)
+        function = fragment.get("function") or {}
+        if isinstance(index, bool) or not isinstance(index, int) or not isinstance(function, dict):
+            raise TypeError("tool call fragment")
+    return choice, delta, fragments
 
 
 def _count(value: Any) -> int:
