@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stockade.thf.model import MitigationStatus, Severity, Threat
+from stockade.tools import actions
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 
@@ -132,3 +133,31 @@ def test_undoing_an_edit_of_a_filtered_view_keeps_the_filter(driver: WindowDrive
     assert pane.model.section_count("threats") == (0, 3)
     driver.window.open_document.undo()
     assert pane.model.section_count("threats") == (1, 3)
+
+
+def test_tree_follows_adds_and_their_undo(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    model = driver.window.tree_pane.model
+    added = actions.add_threat(
+        driver.document,
+        actions.NewThreat(
+            title="Replay of payment requests",
+            category="Repudiation",
+            severity="medium",
+            element="payment-db",
+            description="Requests can be replayed.",
+        ),
+    )
+    assert isinstance(added, actions.ActionResult) and added.new_id is not None
+    driver.window.open_document.apply_edit(added.document, added.result)
+    assert model.section_count("threats") == (4, 4)
+    parent = model.index_for_entity("elements", "payment-db")
+    while model.canFetchMore(parent):
+        model.fetchMore(parent)
+    under = [model.key_for_index(model.index(r, 0, parent)) for r in range(model.rowCount(parent))]
+    assert ("threats", added.new_id) in under
+    assert driver.window.undo_action.text().startswith("&Undo: Added threat")
+
+    driver.window.undo_action.trigger()
+    assert model.section_count("threats") == (3, 3)
+    assert not model.index_for_entity("threats", added.new_id).isValid()

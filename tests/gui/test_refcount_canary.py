@@ -6,9 +6,24 @@ import sys
 
 from PySide6.QtWidgets import QApplication
 
+from stockade.thf.model import SECTION_NAMES
+from tests.conftest import THF_FIXTURES
+from tests.gui.conftest import WindowDriver
+
 
 def test_processing_events_does_not_drain_none_references(qapp: QApplication) -> None:
     before = sys.getrefcount(None)
     for _ in range(100):
+        QApplication.processEvents()
+    assert sys.getrefcount(None) >= before
+
+
+def test_painting_the_window_does_not_drain_none_references(driver: WindowDriver) -> None:
+    # The tree model answers None for most roles; a binding bug would show up here.
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.tree_pane.expand_sections(SECTION_NAMES)
+    before = sys.getrefcount(None)
+    for _ in range(100):
+        driver.window.tree_pane.view.viewport().update()
         QApplication.processEvents()
     assert sys.getrefcount(None) >= before

@@ -76,8 +76,9 @@ def run() -> list[dict[str, Any]]:
     """Median seconds from process start to the window showing the 10k-element model."""
     if str(_ROOT) not in sys.path:
         sys.path.insert(0, str(_ROOT))
-    from stockade.thf.writer import save
     from tools.benchmarks.generate import generate_model
+
+    from stockade.thf.writer import save
 
     with tempfile.TemporaryDirectory(prefix="stockade-bench-ui-") as tmp:
         folder = Path(tmp)

@@ -472,8 +472,12 @@ class MainWindow(QMainWindow):
         self.dirty_label.setText("Modified" if doc.is_dirty else "Saved")
 
     def _update_edit_actions(self) -> None:
-        self.undo_action.setEnabled(self.open_document.can_undo)
-        self.redo_action.setEnabled(self.open_document.can_redo)
+        doc = self.open_document
+        self.undo_action.setEnabled(doc.can_undo)
+        self.redo_action.setEnabled(doc.can_redo)
+        undo_label, redo_label = doc.undo_label, doc.redo_label
+        self.undo_action.setText("&Undo" if undo_label is None else f"&Undo: {_short(undo_label)}")
+        self.redo_action.setText("&Redo" if redo_label is None else f"&Redo: {_short(redo_label)}")
         has_document = self.open_document.document is not None
         self.save_action.setEnabled(has_document)
         self.save_as_action.setEnabled(has_document)
@@ -558,6 +562,11 @@ class MainWindow(QMainWindow):
         splitter = settings.value("splitter")
         if isinstance(splitter, QByteArray | bytes):
             self.splitter.restoreState(splitter)
+
+
+def _short(label: str, limit: int = 60) -> str:
+    label = label.rstrip(".")
+    return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
 def _keyring_status() -> tuple[bool, str]:
