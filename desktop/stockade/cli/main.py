@@ -76,6 +76,14 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
     return parser
 
 
+def build_command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
+    """The parser of one subcommand, so its errors and help carry `stockade <name>`."""
+    subparsers = CliArgumentParser(prog="stockade").add_subparsers(prog="stockade")
+    module.add_parser(subparsers)
+    parser: argparse.ArgumentParser = subparsers.choices[name]
+    return parser
+
+
 def build_app_parser() -> argparse.ArgumentParser:
     """The parser for app mode: `stockade [FILE] [--screenshot PNG] [--tab TAB]`."""
     parser = CliArgumentParser(
@@ -120,7 +128,7 @@ def _dispatch(argv: list[str]) -> int:
         module = _import_command(first)
         if module is None:
             raise UsageError(f"the '{first}' command is not available in this build")
-        args = build_parser({first: module}).parse_args(argv)
+        args = build_command_parser(first, module).parse_args(argv[1:])
         return int(args.func(args))
     if first in ("-h", "--help"):
         modules, _missing = _load_command_modules()
