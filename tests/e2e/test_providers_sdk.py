@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from stockade.protocol.errors import ErrorCode, TransportReason
 from stockade.protocol.events import (
+    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -504,7 +506,7 @@ def test_an_unreachable_provider_is_a_transport_error_without_the_url(name: str)
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_cancelling_the_consumer_closes_the_connection(
+def test_cancelling_the_consumer_closes_the_connection_and_ends_with_aborted(
     server: FakeProviderServer, name: str
 ) -> None:
     body = stream_fixture(f"{name}_text.sse")
@@ -523,16 +525,37 @@ def test_cancelling_the_consumer_closes_the_connection(
                 break
             await asyncio.sleep(0.01)
         task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await task
 
     asyncio.run(run())
-    assert TextDelta(text="Review ") in seen
+    assert seen == [MessageStart(model="test-model-1"), TextDelta(text="Review "), Aborted()]
     for _ in range(200):
         if server.hangups:
             break
-        asyncio.run(asyncio.sleep(0.01))
+        time.sleep(0.01)
     assert server.hangups == 1
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_cancelling_while_waiting_for_the_first_bytes_ends_with_aborted(
+    server: FakeProviderServer, name: str
+) -> None:
+    server.script([Reply.sse(b"", splits=(), delay_s=0.0, stall=True)])
+    seen: list[StreamEvent] = []
+
+    async def consume() -> None:
+        async for event in PROVIDERS[name](server).stream(REQUEST):
+            seen.append(event)
+
+    async def run() -> None:
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await task
+
+    asyncio.run(run())
+    assert seen[-1] == Aborted()
+    assert_one_terminal_at_end(seen)
 
 
 # --- request bodies ------------------------------------------------------------------------------

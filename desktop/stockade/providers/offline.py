@@ -19,6 +19,7 @@ from typing import Any
 from stockade.catalog.stride import ProposedThreat, analyze, by_severity
 from stockade.protocol import errors
 from stockade.protocol.events import (
+    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -123,30 +124,42 @@ class OfflineProvider:
                 )
             )
             return
-        earlier, highest_id = _proposed_before(request.messages)
+        for event in self.answer(request.messages, document):
+            try:
+                await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
+            except asyncio.CancelledError:
+                yield Aborted()
+                return
+            yield event
+
+    def answer(self, messages: tuple[Message, ...], document: ThreatModel) -> list[StreamEvent]:
+        """The whole answer for this conversation and document, as events."""
+        earlier, highest_id = _proposed_before(messages)
         remaining = [
             p for p in by_severity(analyze(document)) if (p.target, p.category.value) not in earlier
         ]
         batch = remaining[:MAX_PROPOSALS]
-        results = _last_results(request.messages)
-
-        yield MessageStart(model=MODEL_NAME)
-        for part in self._summary(batch, len(remaining), results):
-            await asyncio.sleep(0)  # let a cancelling consumer in between events
-            yield TextDelta(text=part)
+        events: list[StreamEvent] = [MessageStart(model=MODEL_NAME)]
+        events.extend(
+            TextDelta(text=part)
+            for part in self._summary(batch, len(remaining), _last_results(messages))
+        )
         for offset, proposal in enumerate(batch, start=1):
             call_id = f"offline-{highest_id + offset}"
-            arguments = threat_input(proposal)
-            text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-            await asyncio.sleep(0)
-            yield ToolCallStart(id=call_id, name=TOOL_NAME)
+            text = json.dumps(threat_input(proposal), ensure_ascii=False, separators=(",", ":"))
             middle = len(text) // 2
-            for fragment in (text[:middle], text[middle:]):
-                yield ToolCallInputDelta(id=call_id, partial_json=fragment)
-            yield ToolCallComplete(id=call_id, name=TOOL_NAME, input=json.loads(text))
+            events.append(ToolCallStart(id=call_id, name=TOOL_NAME))
+            events.extend(
+                ToolCallInputDelta(id=call_id, partial_json=fragment)
+                for fragment in (text[:middle], text[middle:])
+            )
+            events.append(ToolCallComplete(id=call_id, name=TOOL_NAME, input=json.loads(text)))
         # The rules engine costs nothing to run, so it reports no tokens.
-        yield Usage(input_tokens=0, output_tokens=0)
-        yield MessageStop(stop_reason=StopReason.TOOL_USE if batch else StopReason.END_TURN)
+        events.append(Usage(input_tokens=0, output_tokens=0))
+        events.append(
+            MessageStop(stop_reason=StopReason.TOOL_USE if batch else StopReason.END_TURN)
+        )
+        return events
 
     @staticmethod
     def _summary(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from stockade.protocol import errors
 from stockade.protocol.errors import ProtocolError, TransportReason
-from stockade.protocol.events import StreamError, StreamEvent, event_from_json, is_terminal
+from stockade.protocol.events import Aborted, StreamError, StreamEvent, event_from_json, is_terminal
 from stockade.protocol.request import ChatRequest
 
 LABEL = "The replay provider"
@@ -123,5 +123,9 @@ class ReplayProvider:
         response = responses[self._played]
         self._played += 1
         for event in response:
-            await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
+            try:
+                await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
+            except asyncio.CancelledError:
+                yield Aborted()
+                return
             yield event

@@ -13,7 +13,13 @@ import httpx2
 
 from stockade.protocol import errors
 from stockade.protocol.errors import ErrorCode, ProtocolError, TransportReason
-from stockade.protocol.events import StreamError, StreamEvent, ToolCallComplete, is_terminal
+from stockade.protocol.events import (
+    Aborted,
+    StreamError,
+    StreamEvent,
+    ToolCallComplete,
+    is_terminal,
+)
 from stockade.providers.sse import SseDecoder, SseFrame, SseOverflow
 
 log = logging.getLogger(__name__)
@@ -193,12 +199,15 @@ async def stream_events(
     The SDKs' typed iterators stop the whole response at the first frame that is not JSON;
     reading the raw body here keeps that a per-frame notice, and lets a body that ends
     without its terminal frame be reported instead of looking like a short success.
-    Cancelling the consuming task closes the response and lets the cancellation propagate.
+    Cancelling the consuming task while it waits on this stream closes the response and ends
+    the stream with `Aborted` (a user stop, never an error); the cancellation is consumed
+    here so every stream still ends with exactly one terminal event.
     """
     try:
         sdk_stream = await open_stream()
     except asyncio.CancelledError:
-        raise
+        yield Aborted()
+        return
     except Exception as exc:
         yield translate_open_error(exc, label, sdk)
         return
@@ -223,6 +232,11 @@ async def stream_events(
                         yield event
                         if is_terminal(event):
                             return
+        except asyncio.CancelledError:
+            # Release the connection before handing back control, not at garbage collection.
+            await _close_quietly(sdk_stream)
+            yield Aborted()
+            return
         except httpx2.TimeoutException:
             yield terminal(
                 errors.transport(label, message=f"{label} stopped sending before its answer ended.")
