@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 
-from stockade.ui.diagram_view import BoundaryItem, ElementItem, FlowItem, layout_document
+from stockade.ui.diagram_view import (
+    BoundaryItem,
+    ElementItem,
+    FlowItem,
+    ShapeRole,
+    element_look,
+    layout_document,
+)
 from stockade.ui.main_window import AppTab
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
@@ -88,3 +95,11 @@ def test_diagram_follows_undo(driver: WindowDriver) -> None:
     item = driver.window.diagram_view.item_for("elements", "web-app")
     assert isinstance(item, ElementItem) and item.badge is not None
     assert item.badge.count == after_delete + 1
+
+
+def test_element_shapes_follow_the_catalog_stride_role() -> None:
+    assert element_look("sql_database").role is ShapeRole.STORE
+    assert element_look("web_browser").role is ShapeRole.ACTOR
+    assert element_look("text").role is ShapeRole.ANNOTATION
+    unknown = element_look("quantum_widget")
+    assert unknown.role is ShapeRole.SERVICE and unknown.label == "quantum widget"

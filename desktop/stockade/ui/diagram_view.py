@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from stockade.catalog.registry import CatalogError, StrideRole, resolve_component
 from stockade.thf.model import (
     DataFlow,
     Element,
@@ -59,31 +60,30 @@ class ShapeRole(StrEnum):
     ANNOTATION = "annotation"
 
 
-# The STRIDE role of each built-in element type (document spec §4.2); every other type,
-# including unknown ones, is drawn as a service.
-_STORE_TYPES = frozenset(
-    {
-        "sql_database", "nosql_database", "cache", "search_index", "object_storage",
-        "secret_manager", "data_store", "file_storage", "data_lake", "backup_service",
-        "key_management", "container_registry",
-    }
-)
-_ACTOR_TYPES = frozenset(
-    {
-        "web_browser", "mobile_app", "desktop_app", "iot_device", "external_entity",
-        "api_client", "cli_tool",
-    }
-)
+@dataclass(frozen=True)
+class ElementLook:
+    """How the catalog says to draw one element type."""
+
+    role: ShapeRole
+    label: str
 
 
-def shape_role(element_type: str) -> ShapeRole:
-    if element_type in _STORE_TYPES:
-        return ShapeRole.STORE
-    if element_type in _ACTOR_TYPES:
-        return ShapeRole.ACTOR
-    if element_type == "text":
-        return ShapeRole.ANNOTATION
-    return ShapeRole.SERVICE
+_ROLE_BY_STRIDE = {
+    StrideRole.ACTOR: ShapeRole.ACTOR,
+    StrideRole.STORE: ShapeRole.STORE,
+    StrideRole.SERVICE: ShapeRole.SERVICE,
+    StrideRole.NONE: ShapeRole.ANNOTATION,
+}
+
+
+def element_look(element_type: str) -> ElementLook:
+    """The catalog's STRIDE role and label for a type; unknown types look like a generic service."""
+    try:
+        entry = resolve_component(element_type)
+    except CatalogError:
+        return ElementLook(ShapeRole.SERVICE, element_type.replace("_", " "))
+    label = entry.label if entry.id == element_type else element_type.replace("_", " ")
+    return ElementLook(_ROLE_BY_STRIDE.get(entry.stride_role, ShapeRole.SERVICE), label)
 
 
 _SEVERITY_COLORS: dict[Severity, str] = {
@@ -157,11 +157,13 @@ class _EntityItem(QGraphicsItem):
 class ElementItem(_EntityItem):
     section = "elements"
 
-    def __init__(self, element: Element, rect: QRectF, badge: ThreatBadge | None) -> None:
+    def __init__(
+        self, element: Element, rect: QRectF, badge: ThreatBadge | None, look: ElementLook
+    ) -> None:
         super().__init__(element.id)
         self.name = element.name or element.id
-        self.type_label = element.type.replace("_", " ")
-        self.role = shape_role(element.type)
+        self.type_label = look.label
+        self.role = look.role
         self.badge = badge
         self.setPos(rect.topLeft())
         self._rect = QRectF(0.0, 0.0, rect.width(), rect.height())
@@ -639,8 +641,12 @@ class DiagramView(QGraphicsView):
         scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
         for boundary in document.trust_boundaries:
             self._add(BoundaryItem(boundary, layout.boundaries[boundary.id]))
+        looks: dict[str, ElementLook] = {}
         for element in document.elements:
-            self._add(ElementItem(element, layout.elements[element.id], badges.get(element.id)))
+            look = looks.get(element.type)
+            if look is None:
+                look = looks[element.type] = element_look(element.type)
+            self._add(ElementItem(element, layout.elements[element.id], badges.get(element.id), look))
         for flow in document.data_flows:
             source = layout.elements.get(flow.from_)
             target = layout.elements.get(flow.to)
