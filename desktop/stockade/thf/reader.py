@@ -149,11 +149,7 @@ def _parse(text: str) -> Any:
     except (ValueError, TypeError, OverflowError, RecursionError, MemoryError):
         raise ThfError(ThfErrorCode.PARSE, _PARSE_FAILED + ".") from None
     if _may_have_tag(text) and _has_tag(text):
-        raise ThfError(
-            ThfErrorCode.PARSE,
-            "This file uses YAML tags (a `!` before a value), which threat models never "
-            "contain; it was not opened.",
-        )
+        raise _tag_error()
     if isinstance(parsed, list) and len(_DOCUMENT_MARKER.findall(text)) > 1:
         raise ThfError(
             ThfErrorCode.PARSE,
@@ -164,6 +160,8 @@ def _parse(text: str) -> Any:
 
 def _parse_error(detail: str) -> ThfError:
     lowered = detail.lower()
+    if "invalid tag" in lowered:
+        return _tag_error()
     if "duplicate" in lowered and "key" in lowered:
         reason = "a key appears twice in the same mapping"
     elif "alias" in lowered or "anchor" in lowered:
@@ -186,6 +184,14 @@ def _may_have_tag(text: str) -> bool:
             return True
         position = text.find("!", position + 1)
     return False
+
+
+def _tag_error() -> ThfError:
+    return ThfError(
+        ThfErrorCode.PARSE,
+        "This file uses YAML tags (a `!` before a value), which threat models never "
+        "contain; it was not opened.",
+    )
 
 
 def _has_tag(text: str) -> bool:
