@@ -420,3 +420,41 @@ def test_exit_codes_match_the_command_line_contract() -> None:
     from stockade.cli.common import ExitCode
 
     assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
+
+
+def test_app_mode_hands_file_screenshot_and_tab_to_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    calls: list[tuple[Any, ...]] = []
+    fake = types.ModuleType("stockade.ui.app")
+
+    def run_app(file: str | None, *, screenshot: str | None, tab: str | None) -> int:
+        calls.append((file, screenshot, tab))
+        return 0
+
+    fake.run_app = run_app  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "stockade.ui.app", fake)
+    assert cli_main.main(["model.thf", "--screenshot", "out.png", "--tab", "diagram"]) == 0
+    assert cli_main.main([]) == 0
+    assert calls == [("model.thf", "out.png", "diagram"), (None, None, None)]
+
+
+def test_app_mode_without_the_desktop_app_says_so_and_exits_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib
+
+    real_import = importlib.import_module
+
+    def no_ui(name: str, package: str | None = None) -> Any:
+        if name == "stockade.ui.app":
+            raise ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_ui)
+    assert cli_main.main(["model.thf"]) == 1
+    err = capsys.readouterr().err
+    assert "desktop app is not available" in err
+    assert "Traceback" not in err
