@@ -74,3 +74,17 @@ def log_guard() -> Iterator[LogGuard]:
     problems = guard.unexpected()
     if problems:
         pytest.fail("unexpected log records:\n" + "\n".join(problems), pytrace=False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the Qt tests last.
+
+    The GUI suite installs one session-wide qasync loop marked as already running; tests that
+    call `asyncio.run` must therefore run before it is created.
+    """
+    gui_dir = Path(__file__).parent / "gui"
+
+    def is_gui(item: pytest.Item) -> bool:
+        return gui_dir in Path(str(item.fspath)).parents
+
+    items.sort(key=is_gui)  # stable: keeps the original order inside each group
