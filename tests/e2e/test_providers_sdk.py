@@ -392,6 +392,37 @@ def test_429_is_retried_after_the_hinted_delay_then_succeeds(
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_429_every_attempt_gives_one_redacted_rate_limited_event(
+    server: FakeProviderServer, name: str
+) -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    busy = Reply.status_reply(
+        429, "slow down, key sk-live-RL429SECRETabc", headers={"retry-after": "1"}
+    )
+    server.script([busy, busy, busy])
+    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
+    assert waits == [1.0, 1.0]  # the hint, never shorter than the backoff (0.5 s, 1 s)
+    assert len(server.requests) == 3
+    [error] = events
+    assert isinstance(error, StreamError) and error.error.code is ErrorCode.RATE_LIMITED
+    assert "RL429SECRET" not in (error.error.provider_detail or "")
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_401_is_never_retried(server: FakeProviderServer, name: str) -> None:
+    async def fake_sleep(seconds: float) -> None:
+        raise AssertionError("no retry expected")
+
+    server.script([Reply.status_reply(401, "no"), Reply.sse(stream_fixture(f"{name}_text.sse"))])
+    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
+    assert len(events) == 1 and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_429_carries_rate_limited_code_and_retry_after(
     server: FakeProviderServer, name: str
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from stockade.catalog.stride import analyze
 from stockade.protocol.events import (
+    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -229,3 +230,24 @@ def test_a_failing_document_source_is_an_error_event_not_an_exception() -> None:
     assert len(events) == 1
     assert isinstance(events[0], StreamError) and events[0].is_terminal
     assert "disk gone" not in events[0].error.message
+
+
+def test_cancelling_mid_answer_ends_with_aborted() -> None:
+    document = load(CANONICAL)
+    request = ChatRequest(provider="offline", model="offline-stride", system="", messages=FIRST)
+    seen: list[StreamEvent] = []
+
+    async def consume() -> None:
+        async for event in OfflineProvider(lambda: document).stream(request):
+            seen.append(event)
+
+    async def run() -> None:
+        task = asyncio.create_task(consume())
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task.cancel()
+        await task
+
+    asyncio.run(run())
+    assert seen[-1] == Aborted()
+    assert [e for e in seen if is_terminal(e)] == [Aborted()]
