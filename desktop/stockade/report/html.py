@@ -535,7 +535,7 @@ def _elements(model: ThreatModel) -> str:
         [
             f"<code>{_e(e.id)}</code>",
             _or_dash(e.name),
-            _e(type_label(e.type)),
+            _e(type_label(e.type) + (f" · {type_label(e.subtype)}" if e.subtype else "")),
             _or_dash(e.trust_zone),
             _or_dash(", ".join(boundary_names.get(e.id, []))),
             _or_dash(", ".join(e.technologies)),
