@@ -32,6 +32,7 @@ from stockade.protocol.request import ChatRequest, ToolSpec
 from stockade.protocol.retry import RetryingProvider, RetryPolicy
 from stockade.providers.anthropic import AnthropicProvider
 from stockade.providers.base import Provider
+from stockade.providers.factory import create_provider
 from stockade.providers.local import LocalProvider
 from stockade.providers.openai import OpenAIProvider
 from tests.helpers.fake_provider import (
@@ -587,6 +588,45 @@ def test_cancelling_while_waiting_for_the_first_bytes_ends_with_aborted(
     asyncio.run(run())
     assert seen[-1] == Aborted()
     assert_one_terminal_at_end(seen)
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_response_over_the_size_limit_is_stopped(
+    server: FakeProviderServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("stockade.providers.streaming.MAX_STREAM_BYTES", 400)
+    body = stream_fixture(f"{name}_parallel_tools.sse")
+    events = play(server, name, Reply.sse(body, splits=range(100, len(body), 100)))
+    last = events[-1]
+    assert isinstance(last, StreamError) and last.is_terminal
+    assert last.error.transport_reason is TransportReason.RESPONSE_TOO_LARGE
+    assert not any(isinstance(e, MessageStop) for e in events)
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_an_unterminated_overlong_line_ends_the_stream(
+    server: FakeProviderServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("stockade.providers.sse.MAX_LINE_LENGTH", 1000)
+    events = play(server, name, Reply.sse(b"data: " + b"x" * 5000, splits=[2000]))
+    [error] = events
+    assert isinstance(error, StreamError) and error.ends_stream
+    assert error.error.code is ErrorCode.MALFORMED_STREAM
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_the_factory_reaches_the_fake_server_only_in_testing_mode(
+    server: FakeProviderServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("STOCKADE_TEST_API_BASE", server.url)
+    monkeypatch.setenv("STOCKADE_TESTING", "1")
+    server.script([Reply.sse(stream_fixture(f"{name}_tool.sse"))])
+    assert collect(create_provider(name, model="test-model-1")) == TOOL_EVENTS
+    assert server.requests[0].headers["authorization"].endswith("TESTKEYabcdef0123456789")
+    monkeypatch.delenv("STOCKADE_TESTING")
+    assert server.url not in repr(create_provider(name, model="test-model-1"))
 
 
 # --- request bodies ------------------------------------------------------------------------------

@@ -14,7 +14,14 @@ from pathlib import Path
 
 from stockade.protocol import errors
 from stockade.protocol.errors import ProtocolError, TransportReason
-from stockade.protocol.events import Aborted, StreamError, StreamEvent, event_from_json, is_terminal
+from stockade.protocol.events import (
+    Aborted,
+    StreamError,
+    StreamEvent,
+    event_from_json,
+    event_to_json,
+    is_terminal,
+)
 from stockade.protocol.request import ChatRequest
 
 LABEL = "The replay provider"
@@ -71,6 +78,16 @@ def load_responses(path: Path) -> list[list[StreamEvent]]:
         current.append(StreamError(error=errors.truncated(LABEL), ends_stream=True))
         responses.append(current)
     return responses
+
+
+def write_responses(path: str | Path, responses: list[list[StreamEvent]]) -> None:
+    """Record answers as a replay file (one `event_to_json` object per line)."""
+    lines = [
+        json.dumps(event_to_json(event), ensure_ascii=False, sort_keys=True)
+        for response in responses
+        for event in response
+    ]
+    Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def _refused(message: str) -> StreamError:

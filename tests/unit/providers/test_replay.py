@@ -19,7 +19,7 @@ from stockade.protocol.events import (
     event_to_json,
 )
 from stockade.protocol.request import ChatRequest
-from stockade.providers.replay import ReplayProvider
+from stockade.providers.replay import ReplayProvider, write_responses
 
 REQUEST = ChatRequest(provider="replay", model="m", system="", messages=())
 
@@ -97,3 +97,11 @@ def test_non_terminal_notices_stay_inside_one_answer(tmp_path: Path) -> None:
     notice = StreamError(error=malformed("bad frame"))
     provider = ReplayProvider(write(tmp_path / "r.jsonl", [FIRST[0], notice, *FIRST[1:]]))
     assert play(provider) == [FIRST[0], notice, *FIRST[1:]]
+
+
+def test_recorded_answers_round_trip_through_write_responses(tmp_path: Path) -> None:
+    path = tmp_path / "recorded.jsonl"
+    write_responses(path, [FIRST, SECOND])
+    provider = ReplayProvider(path)
+    assert play(provider) == FIRST
+    assert play(provider) == SECOND
