@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QApplication
 
 from stockade.thf.model import SECTION_NAMES
 from stockade.thf.reader import read_file
+from stockade.ui.document_tree import FETCH_BATCH
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 
@@ -110,3 +112,22 @@ def test_missing_file_is_reported_in_plain_words(driver: WindowDriver, tmp_path:
     title, message = driver.prompts.errors[0]
     assert title == "Could not open nowhere.thf"
     assert str(tmp_path) not in message
+
+
+def test_expanding_a_huge_section_builds_only_a_screenful_of_rows(driver: WindowDriver) -> None:
+    from tools.benchmarks.generate import generate_model
+
+    document = generate_model(3000)
+    driver.window.open_document.replace(document, None, saved=False)
+    pane = driver.window.tree_pane
+    pane.expand_sections(["elements"])
+    QApplication.processEvents()
+    fetched = pane.model.fetched_row_count("elements")
+    assert 0 < fetched <= 2 * FETCH_BATCH < len(document.elements)
+    # Scrolling to the end is what asks the model for the next batch.
+    bar = pane.view.verticalScrollBar()
+    driver.qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=2000)
+    bar.setValue(bar.maximum())
+    driver.qtbot.waitUntil(
+        lambda: pane.model.fetched_row_count("elements") > fetched, timeout=2000
+    )

@@ -11,6 +11,7 @@ from tests.gui.conftest import WindowDriver
 def test_summary_counts_match_the_document(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     view = driver.window.summary_view
+    view.ensure_filled()
     summary = view.summary
     assert summary is not None and summary.total == 3
     assert summary.by_category_severity[(StrideCategory.TAMPERING, Severity.HIGH)] == 1

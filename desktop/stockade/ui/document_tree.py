@@ -497,6 +497,8 @@ class DocumentTreePane(QWidget):
         for combo in (self.category_combo, self.severity_combo, self.status_combo):
             combo.currentIndexChanged.connect(self.apply_filter)
         self.view.selectionModel().currentChanged.connect(self._on_view_currentChanged)
+        self.view.verticalScrollBar().valueChanged.connect(self._on_scroll_valueChanged)
+        self.view.expanded.connect(self._on_view_expanded)
         self._selected: tuple[str, str] | None = None
         self._suppress_selection_signal = False
 
@@ -582,7 +584,30 @@ class DocumentTreePane(QWidget):
         if not self._suppress_selection_signal:
             self.entitySelected.emit(section, entity_id)
 
+    def _on_view_expanded(self, _index: QModelIndex) -> None:
+        self._fetch_visible_tails()
+
+    def _on_scroll_valueChanged(self, _value: int) -> None:
+        self._fetch_visible_tails()
+
     # -- internals --------------------------------------------------------------------------
+
+    def _fetch_visible_tails(self) -> None:
+        """Fetch the next batch of any expanded section whose last built row is on screen.
+
+        QTreeView itself only fetches for the very last row of the whole view, so a long
+        section followed by other sections would otherwise stop at its first batch.
+        """
+        model = self.model
+        bottom = self.view.viewport().height()
+        for row in range(model.rowCount()):
+            section_index = model.index(row, 0)
+            if not self.view.isExpanded(section_index) or not model.canFetchMore(section_index):
+                continue
+            last = model.index(model.rowCount(section_index) - 1, 0, section_index)
+            rect = self.view.visualRect(last)
+            if rect.isValid() and rect.top() <= bottom:
+                model.fetchMore(section_index)
 
     def _expanded_keys(self) -> set[tuple[str, str | None]]:
         keys: set[tuple[str, str | None]] = set()

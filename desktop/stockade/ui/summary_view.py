@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -20,6 +21,8 @@ from PySide6.QtWidgets import (
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory, Threat, ThreatModel
 
 NO_MITIGATION_LABEL = "no mitigation"
+MAX_URGENT_ROWS = 500
+"""Rows in the open critical/high table; past this a table is no longer a useful view."""
 _OPEN = (None, MitigationStatus.NOT_STARTED, MitigationStatus.IN_PROGRESS)
 _URGENT = (Severity.CRITICAL, Severity.HIGH)
 
@@ -104,8 +107,7 @@ class SummaryView(QWidget):
         self.urgent.setColumnCount(5)
         self.urgent.setHorizontalHeaderLabels(["Severity", "Id", "Title", "Category", "Status"])
         self.urgent.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.urgent.cellActivated.connect(self._on_urgent_cellActivated)
-        self.urgent.cellClicked.connect(self._on_urgent_cellActivated)
+        self.urgent.cellClicked.connect(self._on_urgent_cellClicked)
 
         matrix_box = QGroupBox("Threats by STRIDE category and severity", self)
         QVBoxLayout(matrix_box).addWidget(self.matrix)
@@ -122,12 +124,26 @@ class SummaryView(QWidget):
         layout.addLayout(top)
         layout.addWidget(urgent_box)
         self.summary: ThreatSummary | None = None
+        self._stale = False
 
     def set_document(self, document: ThreatModel | None) -> None:
+        """Recount now; the tables are refilled when the tab is (or next becomes) visible."""
         self.summary = ThreatSummary.of(document) if document is not None else None
-        self._fill()
+        self._stale = True
+        if self.isVisible():
+            self._fill()
+
+    def ensure_filled(self) -> None:
+        if self._stale:
+            self._fill()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Qt override: showEvent (fills tables deferred while the tab was hidden)."""
+        super().showEvent(event)
+        self.ensure_filled()
 
     def _fill(self) -> None:
+        self._stale = False
         summary = self.summary
         severities = list(Severity)
         if summary is None:
@@ -150,6 +166,11 @@ class SummaryView(QWidget):
             self.statuses.setItem(row, 0, _cell(status.replace("_", " ")))
             self.statuses.setItem(row, 1, _cell(str(count), align_right=True))
         urgent = summary.unmitigated_urgent if summary else ()
+        if len(urgent) > MAX_URGENT_ROWS:
+            self.total_label.setText(
+                self.total_label.text() + f" The list shows the first {MAX_URGENT_ROWS}."
+            )
+            urgent = urgent[:MAX_URGENT_ROWS]
         self.urgent.setRowCount(len(urgent))
         for row, threat in enumerate(urgent):
             status = threat.mitigation.status.value if threat.mitigation else NO_MITIGATION_LABEL
@@ -158,7 +179,7 @@ class SummaryView(QWidget):
             ):
                 self.urgent.setItem(row, column, _cell(text.replace("_", " ") if column == 4 else text))
 
-    def _on_urgent_cellActivated(self, row: int, _column: int) -> None:
+    def _on_urgent_cellClicked(self, row: int, _column: int) -> None:
         item = self.urgent.item(row, 1)
         if item is not None:
             self.entitySelected.emit("threats", item.text())
