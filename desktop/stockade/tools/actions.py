@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -50,6 +51,8 @@ from stockade.tools.schema import (
     TextList,
 )
 from stockade.tools.untrusted import scalar
+
+_ID_OF = attrgetter("id")
 
 ECHO_MAX_CODE_POINTS = 80
 """Longest id or name echoed back in a result or error message."""
@@ -292,10 +295,10 @@ def _not_found(section: str, entity_id: str) -> ActionError:
 
 
 def _index_of(entities: Sequence[Any], entity_id: str) -> int:
-    for i, entity in enumerate(entities):
-        if entity.id == entity_id:
-            return i
-    return -1
+    try:
+        return list(map(_ID_OF, entities)).index(entity_id)
+    except ValueError:
+        return -1
 
 
 def _replace(entities: Sequence[Any], index: int, new: Any) -> list[Any]:
