@@ -53,7 +53,11 @@ _STOP_REASONS = {
 
 
 def anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """Our messages as Messages API `messages` (tool calls as `tool_use`, results as `tool_result`)."""
+    """Our messages as Messages API `messages` (tool calls as `tool_use`, results as `tool_result`).
+
+    Empty text blocks, and messages left with no content, are dropped: the API refuses both,
+    and it joins consecutive messages of one role by itself.
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
         blocks: list[dict[str, Any]] = []
@@ -74,7 +78,8 @@ def anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                         "is_error": block.is_error,
                     }
                 )
-        out.append({"role": message.role, "content": blocks})
+        if blocks:  # the API rejects a message with no content
+            out.append({"role": message.role, "content": blocks})
     return out
 
 

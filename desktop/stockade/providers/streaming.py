@@ -44,6 +44,7 @@ def notice(message: str, detail: str | None = None) -> StreamError:
 
 
 def terminal(error: ProtocolError) -> StreamError:
+    """An error that ends the stream (a `malformed_stream` one is marked as ending it)."""
     return StreamError(error=error, ends_stream=error.code is ErrorCode.MALFORMED_STREAM)
 
 
@@ -111,6 +112,8 @@ def parse_retry_after(value: str | None) -> int | None:
     text = value.strip()
     if not text.isascii() or not text.isdigit():
         return None
+    if len(text) > 9:  # already past the clamp; also keeps int() away from huge digit strings
+        return MAX_RETRY_AFTER_MS
     return min(int(text) * 1000, MAX_RETRY_AFTER_MS)
 
 

@@ -262,3 +262,56 @@ def test_openai_chunk_with_wrong_shape_is_only_a_notice_and_changes_nothing() ->
     )
     assert len(notices(events)) == 2
     assert events[2:] == [MessageStart(model="m"), TextDelta(text="ok")]
+
+
+def test_retry_after_parsing_takes_seconds_only_and_clamps() -> None:
+    from stockade.providers.streaming import parse_retry_after
+
+    assert parse_retry_after("2") == 2000
+    assert parse_retry_after(" 7 ") == 7000
+    assert parse_retry_after("18446744073709551615") == 600_000
+    assert parse_retry_after("9" * 10_000) == 600_000
+    assert parse_retry_after("Wed, 21 Oct 2026 07:28:00 GMT") is None
+    assert parse_retry_after("1.5") is None
+    assert parse_retry_after("-1") is None
+    assert parse_retry_after("٣") is None  # a non-ASCII digit is not a delay
+    assert parse_retry_after(None) is None
+
+
+def test_anthropic_body_drops_empty_text_and_empty_messages() -> None:
+    from stockade.protocol.messages import Message, TextBlock, ToolCallBlock
+    from stockade.providers.anthropic import anthropic_messages
+
+    messages = (
+        Message(role="user", content=(TextBlock(text="hi"),)),
+        Message(role="assistant", content=(TextBlock(text=""),)),
+        Message(role="assistant", content=(TextBlock(text=""), ToolCallBlock("c", "t", {}))),
+    )
+    assert anthropic_messages(messages) == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c", "name": "t", "input": {}}],
+        },
+    ]
+
+
+def test_openai_body_puts_tool_results_before_user_text() -> None:
+    from stockade.protocol.messages import Message, TextBlock, ToolResultBlock
+    from stockade.providers.openai import openai_messages
+
+    messages = (
+        Message(
+            role="user",
+            content=(
+                TextBlock(text="and also"),
+                ToolResultBlock(tool_call_id="a", content="r1", is_error=True),
+                ToolResultBlock(tool_call_id="b", content="r2"),
+            ),
+        ),
+    )
+    assert openai_messages("", messages) == [
+        {"role": "tool", "tool_call_id": "a", "content": "r1"},
+        {"role": "tool", "tool_call_id": "b", "content": "r2"},
+        {"role": "user", "content": "and also"},
+    ]
