@@ -17,7 +17,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -50,6 +50,14 @@ SECTION_LABELS: dict[str, str] = {
     "trust_boundaries": "Trust boundaries",
     "threats": "Threats",
     "diagrams": "Diagrams",
+}
+
+SEVERITY_COLORS: dict[Severity, QColor] = {
+    Severity.CRITICAL: QColor("#dc2626"),
+    Severity.HIGH: QColor("#ea580c"),
+    Severity.MEDIUM: QColor("#d97706"),
+    Severity.LOW: QColor("#2563eb"),
+    Severity.INFO: QColor("#6b7280"),
 }
 
 NO_MITIGATION = "none"
@@ -326,6 +334,8 @@ class DocumentTreeModel(QAbstractItemModel):
             font = QFont()
             font.setBold(True)
             return font
+        if role == Qt.ItemDataRole.DecorationRole and column is Column.NAME:
+            return self._severity_color(node)
         if role == ENTITY_KEY_ROLE:
             return self.key_for_index(index)
         return None
@@ -421,6 +431,14 @@ class DocumentTreeModel(QAbstractItemModel):
                 child.pending = self._targeted_threats(parent.section, item)
             return child
         return _Node(NodeKind.TARGETED_THREAT, "threats", item.id, parent, row)
+
+    def _severity_color(self, node: _Node) -> QColor | None:
+        if node.kind is NodeKind.SECTION or (
+            node.kind is NodeKind.ENTITY and node.section != "threats"
+        ):
+            return None
+        threat = self._entities.get("threats", {}).get(node.entity_id or "")
+        return SEVERITY_COLORS[threat.severity] if threat is not None else None
 
     def _display(self, node: _Node, column: Column) -> str:
         if node.kind is NodeKind.SECTION:

@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         self.recent_files = RecentFiles()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._close_approved = False
+        self._asking_to_close = False
         self._tab_handlers: dict[AppTab, Callable[[], None]] = {}
 
         self.tree_pane = DocumentTreePane(self)
@@ -401,10 +402,16 @@ class MainWindow(QMainWindow):
             event.accept()
             return
         event.ignore()
-        self.spawn(self._close_after_asking())
+        if not self._asking_to_close:  # a second click on the close button asks nothing new
+            self._asking_to_close = True
+            self.spawn(self._close_after_asking())
 
     async def _close_after_asking(self) -> None:
-        if await self._settle_unsaved_changes():
+        try:
+            approved = await self._settle_unsaved_changes()
+        finally:
+            self._asking_to_close = False
+        if approved:
             self._close_approved = True
             self.close()
 

@@ -58,7 +58,7 @@ class Prompts:
         discard = box.addButton(QMessageBox.StandardButton.Discard)
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(save)
-        future: asyncio.Future[UnsavedChoice] = asyncio.get_event_loop().create_future()
+        future: asyncio.Future[UnsavedChoice] = asyncio.get_running_loop().create_future()
 
         def finished(_result: int) -> None:
             clicked = box.clickedButton()
@@ -93,7 +93,7 @@ class Prompts:
         box.open()
 
     async def _file_dialog(self, dialog: QFileDialog) -> str | None:
-        future: asyncio.Future[str | None] = asyncio.get_event_loop().create_future()
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
         def finished(result: int) -> None:
             files = dialog.selectedFiles() if result else []
