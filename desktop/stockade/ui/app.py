@@ -81,6 +81,7 @@ async def _save_screenshot(window: object, path: Path) -> int:
 
     assert isinstance(window, MainWindow)
     window.prepare_screenshot()
+    await window.refresh_keyring_status()  # so the status bar shows the answer, not "checking"
     # A few turns of the loop let layouts settle and the lazily drawn diagram build and fit.
     for _ in range(5):
         QApplication.processEvents()

@@ -100,7 +100,7 @@ class SummaryView(QWidget):
 
         self.statuses = _read_only_table("summaryStatuses", self)
         self.statuses.setColumnCount(2)
-        self.statuses.setHorizontalHeaderLabels(["Mitigation status", "Threats"])
+        self.statuses.setHorizontalHeaderLabels(["Status", "Threats"])
         self.statuses.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
 
         self.urgent = _read_only_table("summaryUnmitigated", self)
