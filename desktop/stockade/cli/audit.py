@@ -1,0 +1,54 @@
+"""`stockade audit verify|export RUN`: check the hash chain; print one run's events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from stockade.cli.common import ExitCode, print_error, print_json
+from stockade.store import StoreError
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("audit", help="verify or export the audit trajectory")
+    sub = parser.add_subparsers(dest="audit_command", metavar="ACTION")
+    sub.required = True
+    verify = sub.add_parser("verify", help="recompute the whole hash chain; exit 1 if broken")
+    verify.add_argument("--json", action="store_true")
+    export = sub.add_parser("export", help="print a run's events as JSON lines")
+    export.add_argument("run", metavar="RUN")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from stockade.governance.session import open_governance
+
+    try:
+        # Read-only commands: no crash recovery here, it would append to what we check.
+        gov = open_governance(recover=False)
+    except StoreError as exc:
+        print_error(str(exc))
+        return ExitCode.FAILED
+    try:
+        if args.audit_command == "verify":
+            result = gov.trajectory.verify_chain()
+            if args.json:
+                print_json({"ok": result.ok, "checked": result.checked,
+                            "first_broken": result.first_broken, "run_id": result.run_id,
+                            "reason": result.reason})
+            elif result.ok:
+                print(f"audit trail intact: {result.checked} events checked")
+            else:
+                print(f"audit trail BROKEN at event {result.first_broken} (run "
+                      f"{result.run_id}): {result.reason}; {result.checked} events before it "
+                      "check out")
+            return ExitCode.OK if result.ok else ExitCode.FAILED
+        lines = list(gov.trajectory.export_lines(args.run))
+        if not lines:
+            print_error(f"there are no audit events for run {args.run}")
+            return ExitCode.FAILED
+        sys.stdout.write("\n".join(lines) + "\n")
+        return ExitCode.OK
+    finally:
+        gov.close()
