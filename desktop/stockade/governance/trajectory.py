@@ -104,6 +104,9 @@ def check_payload(value: Any, path: str = "payload") -> None:
 
 
 def _s(text: str) -> str:
+    # Fast path for ids, kinds and digests; identical to json.dumps for such strings.
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
     return json.dumps(text, ensure_ascii=False)
 
 

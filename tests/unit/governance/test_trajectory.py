@@ -6,6 +6,8 @@ import json
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stockade.governance.trajectory import (
     GENESIS_HASH,
@@ -129,3 +131,16 @@ def test_an_append_that_cannot_get_the_write_lock_raises_trajectory_error(db: Da
     finally:
         raw.rollback()
         raw.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_id=st.text(min_size=1, max_size=30), kind=st.text(min_size=1, max_size=20),
+       prev=st.text(max_size=80), seq=st.integers(0, 2**40), at_ms=st.integers(0, 2**45))
+def test_event_hash_matches_canonical_json_for_any_strings(
+    run_id: str, kind: str, prev: str, seq: int, at_ms: int
+) -> None:
+    payload = {"name": run_id, "n": seq}
+    envelope = {"seq": seq, "run_id": run_id, "run_seq": 3, "kind": kind, "at_ms": at_ms,
+                "payload": payload, "prev_hash": prev}
+    assert event_hash(seq, run_id, 3, kind, at_ms, canonical_json(payload), prev) == \
+        digest(envelope)
