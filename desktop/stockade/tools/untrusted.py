@@ -1,9 +1,13 @@
 """The untrusted-data fence: markers, sanitizing, escaping and the read-result envelope.
 
-Line breaks: CRLF, a lone CR and LF each become one line break, which `sanitize` writes as the
-two characters backslash and `n` (counted as one code point against the cap, since it is one in
-the source). A tab becomes a single space. Every other C0/C1 control, DEL and the bidi
-controls are removed; an unpaired surrogate becomes U+FFFD so the text can always be encoded.
+Line breaks: CRLF, a lone CR and LF each become one line break, written as the two characters
+backslash and `n` (counted as one code point against the cap, since it is one in the source).
+A tab becomes a single space. Every other C0/C1 control, DEL and the bidi controls are removed;
+an unpaired surrogate becomes U+FFFD so the text can always be encoded as UTF-8.
+
+`sanitize` then `escape` is always safe. Read tools use `scalar`, which escapes before writing
+line breaks, so a real line break (`\\n` after escaping) stays distinguishable from a typed
+backslash-n (`\\\\n`).
 """
 
 from __future__ import annotations
