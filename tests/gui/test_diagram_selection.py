@@ -103,3 +103,17 @@ def test_element_shapes_follow_the_catalog_stride_role() -> None:
     assert element_look("text").role is ShapeRole.ANNOTATION
     unknown = element_look("quantum_widget")
     assert unknown.role is ShapeRole.SERVICE and unknown.label == "quantum widget"
+
+
+def test_tree_selection_while_the_diagram_is_hidden_does_not_draw_it(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    view = driver.window.diagram_view
+    assert not view.isVisible() and not view.is_drawn
+    tree = driver.window.tree_pane
+    tree.view.setCurrentIndex(tree.model.index_for_entity("elements", "stripe-api"))
+    assert not view.is_drawn
+    driver.window.show_tab(AppTab.DIAGRAM)
+    driver.qtbot.waitUntil(lambda: view.is_drawn, timeout=2000)
+    assert view.selected_key() == ("elements", "stripe-api")
+    item = view.item_for("elements", "stripe-api")
+    assert item is not None and item.isSelected()

@@ -459,6 +459,12 @@ def layout_document(document: ThreatModel) -> DiagramLayout:
     return DiagramLayout(rects, boundaries, len(missing))
 
 
+def _has_drawn_entity(document: ThreatModel, section: str, entity_id: str) -> bool:
+    if section not in ("elements", "data_flows", "trust_boundaries"):
+        return False
+    return any(e.id == entity_id for e in getattr(document, section))
+
+
 def _union(rects: Iterable[QRectF]) -> QRectF:
     it = iter(rects)
     box = QRectF(next(it))
@@ -493,9 +499,15 @@ class DiagramView(QGraphicsView):
         self._stale = False
         self._keep_view = True
         self._built_once = False
+        self._pending_selection: tuple[str, str] | None = None
         self._scene.selectionChanged.connect(self._on_scene_selectionChanged)
 
     # -- public API -------------------------------------------------------------------------
+
+    @property
+    def is_drawn(self) -> bool:
+        """False while a document waits to be drawn on first show."""
+        return not self._stale
 
     @property
     def item_count(self) -> int:
@@ -513,6 +525,8 @@ class DiagramView(QGraphicsView):
         a 10k-element model does not pay for a diagram nobody is looking at yet.
         """
         self._document = document
+        if not keep_view:
+            self._pending_selection = None
         self._keep_view = self._keep_view and keep_view if self._stale else keep_view
         self._stale = True
         if self.isVisible():
@@ -524,8 +538,13 @@ class DiagramView(QGraphicsView):
             self._rebuild()
 
     def _rebuild(self) -> None:
+        pending = self._pending_selection
+        if pending is not None:
+            selected: tuple[str, str] | None = pending if pending[0] else None
+        else:
+            selected = self._scene_selected_key() if self._keep_view else None
         self._stale = False
-        selected = self.selected_key()
+        self._pending_selection = None
         center = self.mapToScene(self.viewport().rect().center())
         self._suppress_selection_signal = True
         try:
@@ -535,7 +554,7 @@ class DiagramView(QGraphicsView):
                 self._build(self._document)
         finally:
             self._suppress_selection_signal = False
-        if self._keep_view and selected is not None:
+        if selected is not None:
             self.select_entity(*selected, center_on=False)
         if self._keep_view and self._built_once and not self._needs_fit:
             self.centerOn(center)
@@ -545,14 +564,27 @@ class DiagramView(QGraphicsView):
         self._keep_view = True
 
     def selected_key(self) -> tuple[str, str] | None:
+        if self._stale and self._pending_selection is not None:
+            return self._pending_selection if self._pending_selection[0] else None
+        return self._scene_selected_key()
+
+    def _scene_selected_key(self) -> tuple[str, str] | None:
         for item in self._scene.selectedItems():
             if isinstance(item, _EntityItem):
                 return (item.section, item.entity_id)
         return None
 
     def select_entity(self, section: str, entity_id: str, *, center_on: bool = True) -> bool:
-        """Select the item for an entity without re-emitting `entitySelected`."""
-        self.ensure_built()
+        """Select the item for an entity without re-emitting `entitySelected`.
+
+        While the view is hidden and not yet drawn, the selection is remembered and applied
+        when it is, so picking in the tree never forces a 10k-item diagram build.
+        """
+        if self._stale and not self.isVisible():
+            self._pending_selection = (section, entity_id)
+            return self._document is not None and _has_drawn_entity(
+                self._document, section, entity_id
+            )
         item = self._items.get((section, entity_id))
         self._suppress_selection_signal = True
         try:
@@ -662,6 +694,6 @@ class DiagramView(QGraphicsView):
     def _on_scene_selectionChanged(self) -> None:
         if self._suppress_selection_signal:
             return
-        key = self.selected_key()
+        key = self._scene_selected_key()
         if key is not None:
             self.entitySelected.emit(*key)
