@@ -316,7 +316,9 @@ def _finish(document: ThreatModel, result: str, new_id: str | None = None,
     try:
         validate_references(document)
     except ThfError as exc:
-        return ActionError(f"The change was not applied because it would break the document: {exc.message}")
+        # The validator's text quotes document ids, which are untrusted: sanitize and escape.
+        detail = scalar(exc.message, 600)[0]
+        return ActionError(f"The change was not applied because it would break the document: {detail}")
     return ActionResult(document=document, result=result, new_id=new_id, removed=removed)
 
 

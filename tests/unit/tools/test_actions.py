@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from stockade.thf.model import Severity, ThreatModel
+from stockade.thf.model import DataFlow, Severity, ThreatModel
 from stockade.thf.validate import validate_references
 from stockade.tools import actions
 from stockade.tools.actions import (
@@ -284,3 +284,12 @@ def test_very_many_referrers_are_counted_not_all_listed() -> None:
     threats = [{"id": f"t{i}", "title": "x", "category": "Spoofing", "severity": "low", "element": "a"} for i in range(150)]
     message = refused(actions.delete_element(make_doc(elements=[el("a")], threats=threats), "a"))
     assert '"t99"' in message and '"t100"' not in message and "and 50 more" in message
+
+
+def test_safety_net_refuses_an_edit_on_an_already_broken_document() -> None:
+    # model_copy skips validation, so a dangling flow gets past the reader's checks.
+    dangling = DataFlow.model_validate({"id": "f", "from": "a", "to": "<<<ghost>>>"})
+    broken = make_doc(elements=[el("a")]).model_copy(update={"data_flows": [dangling]})
+    message = refused(actions.add_element(broken, NewElement(type="process", name="B")))
+    assert message.startswith("The change was not applied because it would break the document")
+    assert "<<<" not in message
