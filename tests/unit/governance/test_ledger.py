@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger, LimitKind, LimitRefusal
-from stockade.store import open_database
 from stockade.store.reservations import ReservationStatus
 from tests.unit.governance.conftest import FakeClock
 
@@ -128,22 +125,22 @@ _step = st.tuples(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(budget=st.integers(min_value=0, max_value=2000), steps=st.lists(_step, max_size=25))
 def test_spend_never_exceeds_the_budget_and_the_ledger_always_balances(
-    tmp_path_factory: pytest.TempPathFactory, budget: int, steps: list[tuple[int, int | None, bool]]
+    ledger: Ledger, clock: FakeClock, budget: int, steps: list[tuple[int, int | None, bool]]
 ) -> None:
-    db = open_database(Path(tmp_path_factory.mktemp("ledger")) / "stockade.db")
-    try:
-        ledger = Ledger(db, FakeClock())
-        budgets = CreditBudgets(per_turn=budget, per_day=budget + 500, per_month=budget + 900)
-        for ask, usage, failed in steps:
-            hold = ledger.reserve(run_id="run", provider="p", model="m", credits=ask,
-                                  estimated=0, budgets=budgets)
-            if isinstance(hold, LimitRefusal):
-                assert hold.committed + ask > hold.allowed
-                continue
-            ledger.settle(hold.id, actual=usage, failed=failed)
-            totals = ledger.totals()
-            assert totals.reserved == totals.settled + totals.released
-            assert totals.open_count == 0
-            assert ledger.spent_for_run("run") <= budget
-    finally:
-        db.close()
+    # One database for all examples: each example is its own run in its own month.
+    clock.now += 40 * DAY_MS
+    run_id = f"run-{clock.now}"
+    budgets = CreditBudgets(per_turn=budget, per_day=budget + 500, per_month=budget + 900)
+    for ask, usage, failed in steps:
+        hold = ledger.reserve(run_id=run_id, provider="p", model="m", credits=ask,
+                              estimated=0, budgets=budgets)
+        if isinstance(hold, LimitRefusal):
+            assert hold.committed + ask > hold.allowed
+            continue
+        ledger.settle(hold.id, actual=usage, failed=failed)
+        totals = ledger.totals(run_id)
+        assert totals.reserved == totals.settled + totals.released
+        assert totals.open_count == 0
+        assert ledger.spent_for_run(run_id) <= budget
+    everything = ledger.totals()
+    assert everything.reserved == everything.settled + everything.released
