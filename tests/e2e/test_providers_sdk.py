@@ -38,8 +38,10 @@ from stockade.providers.openai import OpenAIProvider
 from tests.helpers.fake_provider import (
     FakeProviderServer,
     Reply,
+    anthropic_error_frame,
     anthropic_sse,
     openai_sse,
+    sse_body,
     stream_fixture,
 )
 
@@ -267,6 +269,19 @@ def test_in_stream_provider_error_is_terminal(server: FakeProviderServer) -> Non
     assert isinstance(last, StreamError) and last.is_terminal
     assert last.error.code is ErrorCode.HTTP_STATUS
     assert last.error.provider_detail == "overloaded_error: Overloaded"
+
+
+def test_an_overload_before_any_output_is_retried(server: FakeProviderServer) -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    overloaded = sse_body([anthropic_error_frame("overloaded_error", "Overloaded")])
+    server.script([Reply.sse(overloaded), Reply.sse(stream_fixture("anthropic_text.sse"))])
+    events = collect(RetryingProvider(anthropic(server), RetryPolicy(), sleep=fake_sleep))
+    assert events == TEXT_EVENTS
+    assert waits == [0.5] and len(server.requests) == 2
 
 
 # --- chunking ------------------------------------------------------------------------------------

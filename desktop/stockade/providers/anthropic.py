@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import anthropic
@@ -43,6 +44,8 @@ _ERRORS = SdkErrors(
     timeout=anthropic.APITimeoutError,
     connection=anthropic.APIConnectionError,
 )
+
+_IN_STREAM_STATUS = {"overloaded_error": 529, "api_error": 500}
 
 _STOP_REASONS = {
     "end_turn": StopReason.END_TURN,
@@ -211,7 +214,11 @@ class AnthropicMapper:
         detail = ": ".join(parts) if parts else None
         if kind == "rate_limit_error":
             return [StreamError(error=errors.rate_limited(LABEL, detail=detail, status=None))]
-        return [StreamError(error=errors.stream_reported_error(LABEL, detail=detail))]
+        reported = errors.stream_reported_error(LABEL, detail=detail)
+        # The status an HTTP answer would have carried, so a failure before any output can be
+        # retried like its HTTP twin; after output the retry policy never retries anyway.
+        status = _IN_STREAM_STATUS.get(kind) if isinstance(kind, str) else None
+        return [StreamError(error=replace(reported, status=status))]
 
     _handlers: ClassVar[dict[str, Any]] = {
         "message_start": _message_start,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -228,7 +229,10 @@ class OpenAIMapper:
         marker = f"{kind} {code}"
         if "rate_limit" in marker or "insufficient_quota" in marker:
             return StreamError(error=errors.rate_limited(self._label, detail=detail, status=None))
-        return StreamError(error=errors.stream_reported_error(self._label, detail=detail))
+        reported = errors.stream_reported_error(self._label, detail=detail)
+        # As if it had come as an HTTP 500, so a failure before any output can be retried.
+        status = 500 if kind == "server_error" else None
+        return StreamError(error=replace(reported, status=status))
 
 
 def _checked_parts(
