@@ -1,0 +1,50 @@
+"""SEC-TR-07: canonical JSON and the digest that approvals bind to."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stockade.tools.canonical import canonical_json, digest
+
+
+def test_key_order_does_not_matter() -> None:
+    assert canonical_json({"b": 1, "a": 2}) == canonical_json({"a": 2, "b": 1}) == '{"a":2,"b":1}'
+
+
+def test_nested_objects_are_sorted_and_arrays_keep_order() -> None:
+    assert canonical_json({"z": {"b": 1, "a": 2}}) == '{"z":{"a":2,"b":1}}'
+    assert canonical_json([{"b": 1, "a": 2}, "x"]) == '[{"a":2,"b":1},"x"]'
+
+
+def test_number_and_string_differ() -> None:
+    assert canonical_json({"a": 2, "b": 1}) != canonical_json({"a": 2, "b": "1"})
+    assert digest({"a": 1}) != digest({"a": "1"})
+
+
+def test_integral_floats_print_as_integers() -> None:
+    assert canonical_json({"x": 1.0, "y": 1.5}) == '{"x":1,"y":1.5}'
+    assert digest({"x": 1.0}) == digest({"x": 1})
+
+
+def test_non_ascii_is_kept_raw() -> None:
+    assert canonical_json({"k": "é🔑"}) == '{"k":"é🔑"}'
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("inf")})
+
+
+def test_digest_is_sha256_of_the_canonical_bytes() -> None:
+    value = {"b": [1, 2], "a": "x"}
+    expected = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    assert digest(value) == "sha256:" + expected
+
+
+@given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=6))
+def test_digest_is_independent_of_insertion_order(value: dict[str, object]) -> None:
+    assert digest(value) == digest(dict(reversed(list(value.items()))))
