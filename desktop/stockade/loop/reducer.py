@@ -616,13 +616,17 @@ def _on_undo_turn(state: TurnState, cmd: UndoTurn) -> TurnState:
     return state  # only meaningful once settled (handled by the settled guard)
 
 
+def _reverted(c: CallRecord) -> bool:
+    # Read calls changed nothing, so there is nothing of theirs to undo; they stay succeeded.
+    return c.status is CallStatus.SUCCEEDED and c.effect is ToolEffect.MUTATE
+
+
 def _mark_undone(state: TurnState) -> TurnState:
-    if not any(c.status is CallStatus.SUCCEEDED for c in state.calls):
+    if not any(_reverted(c) for c in state.calls):
         return state
     return state.evolve(
         calls=tuple(
-            _with_call(c, status=CallStatus.UNDONE) if c.status is CallStatus.SUCCEEDED else c
-            for c in state.calls
+            _with_call(c, status=CallStatus.UNDONE) if _reverted(c) else c for c in state.calls
         )
     )
 

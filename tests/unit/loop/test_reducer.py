@@ -505,3 +505,13 @@ def test_fix_d_the_last_permitted_iteration_can_still_retry() -> None:
     assert d.state.phase is TurnPhase.REQUESTING and d.state.budget.retries_used == 1
     d.apply(MessageStart("m"), TextDelta("ok"), MessageStop(StopReason.END_TURN))
     assert d.state.outcome is TurnOutcome.COMPLETED
+
+
+def test_undo_leaves_read_calls_succeeded(generic: ToolSet) -> None:
+    d = Driver(generic)
+    d.stream_calls([("c1", "add_thing", {"name": "A"}), ("r1", "read_thing", {"q": "x"})])
+    d.apply(ApproveCall("c1"))
+    for call_id in ("c1", "r1"):
+        d.apply(StartCall(call_id), CallSettled(call_id, ToolOk("ok")))
+    d.apply(Advance(1), MessageStart("m"), MessageStop(StopReason.END_TURN), UndoTurn())
+    assert statuses(d.state) == {"c1": CallStatus.UNDONE, "r1": CallStatus.SUCCEEDED}
