@@ -247,6 +247,35 @@ def test_a_body_ending_without_its_terminal_frame_is_a_failure(
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_notice_does_not_hide_a_later_truncation(server: FakeProviderServer, name: str) -> None:
+    body = stream_fixture(f"{name}_invalid_json.sse")
+    terminal_frame = b"event: message_stop" if name == "anthropic" else b"data: [DONE]"
+    events = play(server, name, Reply.sse(body[: body.index(terminal_frame)]))
+    errors = [e for e in events if isinstance(e, StreamError)]
+    assert [e.is_terminal for e in errors] == [False, True]
+    assert errors[-1].error.code is ErrorCode.MALFORMED_STREAM and errors[-1] is events[-1]
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_silent_stream_times_out_as_a_transport_error(
+    server: FakeProviderServer, name: str
+) -> None:
+    body = stream_fixture(f"{name}_text.sse")
+    server.script([Reply.sse(body[: body.index(b"\n\n") + 2], stall=True)])
+    provider: Provider = (
+        AnthropicProvider(ANTHROPIC_KEY, model_base_url=server.url, timeout_s=0.3)
+        if name == "anthropic"
+        else OpenAIProvider(OPENAI_KEY, model_base_url=server.url + "/v1", timeout_s=0.3)
+    )
+    events = collect(provider)
+    assert events[0] == MessageStart(model="test-model-1")
+    last = events[-1]
+    assert isinstance(last, StreamError) and last.is_terminal
+    assert last.error.code is ErrorCode.TRANSPORT
+    assert last.error.transport_reason is TransportReason.NETWORK
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_in_stream_rate_limit_after_text_is_rate_limited_and_redacted(
     server: FakeProviderServer, name: str
 ) -> None:
