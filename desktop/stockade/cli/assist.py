@@ -138,6 +138,8 @@ def print_summary(summary: TurnSummary, as_json: bool) -> None:
         print(summary.text)
     if summary.notice and summary.outcome != "completed":
         print(summary.notice)
+    if summary.error:
+        print(summary.error)
     for call in summary.calls:
         denial = f", {call['denial']}" if call["denial"] else ""
         print(f"  call {call['id']}: {call['tool']} {call['status']}{denial}")

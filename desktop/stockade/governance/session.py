@@ -116,14 +116,20 @@ class GovernedHooks:
         except TrajectoryError as exc:
             raise TurnStopped(f"the audit trail could not be written ({exc})") from None
 
-    def _guard_event(self, report: GuardReport, **extra: Any) -> None:
-        if report.count:
+    @property
+    def last_permit(self) -> RequestPermit | None:
+        """The newest permit: its reservation (upper bound) beside the chars/4 estimate."""
+        return self._last_permit
+
+    def record_guard(self, report: GuardReport, *, always: bool = False, **extra: Any) -> None:
+        """Audit a guard decision (kinds and counts only); clean ones only when `always`."""
+        if report.count or always:
             self._append(EventKind.GUARD_DECISION, {**report.to_payload(), **extra})
 
     async def before_request(self, request: ChatRequest,
                              iteration: int) -> RequestPermit | RequestRefused:
         sendable, report = self._guard.check_request(request)
-        self._guard_event(report, iteration=iteration)
+        self.record_guard(report, iteration=iteration)
         if report.action == "blocked":
             return RequestRefused(reason="guard", message=blocked_message(report))
         try:
@@ -219,6 +225,7 @@ class TurnSummary:
     credits_spent: int
     document: dict[str, Any]
     pending: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,7 +233,7 @@ class TurnSummary:
             "iterations": self.iterations, "calls": self.calls, "violations": self.violations,
             "text": self.text, "notice": self.notice, "usage": self.usage,
             "credits_spent": self.credits_spent, "document": self.document,
-            "pending": self.pending,
+            "pending": self.pending, "error": self.error,
         }
 
 
@@ -326,8 +333,11 @@ class AssistantSession:
                 "base_messages": len(base_messages),
             })
         self._base_count = len(base_messages)
-        if report.count:
-            self.hooks._guard_event(report)
+        try:
+            self.hooks.record_guard(report, always=True)
+        except TurnStopped as exc:
+            self.gov.runs.finish(self.run_id, outcome="failed", reason="hook_failed")
+            raise RuntimeError(str(exc)) from None
         state = await self.runner.submit(sendable, base_messages)
         return await self._rest(state)
 
@@ -523,6 +533,7 @@ class AssistantSession:
                       "digest": document_digest(self.runner.session.document),
                       "written": document_written},
             pending=pending,
+            error=state.error.message if state.error is not None else None,
         )
 
 

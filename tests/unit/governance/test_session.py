@@ -70,9 +70,9 @@ def test_a_text_turn_completes_metered_and_audited(gov: Governance) -> None:
     assert summary.usage == {"input_tokens": 1000, "output_tokens": 50}
     # $3/MTok in + $15/MTok out: 30 + 8 (7.5 rounded up) credits
     assert summary.credits_spent == 38
-    assert _kinds(gov, session.run_id) == ["run.started", "model.request", "model.usage",
-                                           "turn.settled", "run.finished"]
-    request_event = gov.trajectory.events(session.run_id)[1]
+    assert _kinds(gov, session.run_id) == ["run.started", "guard.decision", "model.request",
+                                           "model.usage", "turn.settled", "run.finished"]
+    request_event = gov.trajectory.events(session.run_id)[2]
     assert request_event.payload["reserved_credits"] >= request_event.payload["estimated_credits"]
     assert gov.runs.get(session.run_id).status is RunStatus.FINISHED
     assert _balanced(gov) and gov.trajectory.verify_chain().ok
@@ -96,7 +96,8 @@ def test_a_turn_stops_bounded_by_credits_and_never_overspends(gov: Governance) -
                                 text_reply("done"))
     probe = _session(gov, ScriptedProvider(text_reply("x")))
     asyncio.run(probe.start("summarize"))
-    first_hold = gov.trajectory.events(probe.run_id)[1].payload["reserved_credits"]
+    first_hold = next(e for e in gov.trajectory.events(probe.run_id)
+                      if e.kind == "model.request").payload["reserved_credits"]
     budget = first_hold + 10  # room for one request, not two
     session = _session(gov, provider, budgets=CreditBudgets(per_turn=budget))
     asyncio.run(session.start("summarize"))
@@ -124,10 +125,10 @@ def test_a_blocked_secret_stops_the_turn_before_any_request_or_spend(gov: Govern
     summary = session.summary()
     assert summary.outcome == "bounded" and summary.reason == "guard"
     assert provider.requests == [] and summary.credits_spent == 0
-    guard_events = [e for e in gov.trajectory.events(session.run_id)
+    guard_events = [e.payload for e in gov.trajectory.events(session.run_id)
                     if e.kind == "guard.decision"]
-    assert guard_events and guard_events[0].payload["action"] == "blocked"
-    assert "AKIA" not in str(guard_events[0].payload)
+    assert [g["action"] for g in guard_events] == ["blocked", "blocked"]  # prompt, request
+    assert "AKIA" not in str(guard_events)
 
 
 def test_redacted_secrets_never_reach_the_provider(gov: Governance) -> None:
