@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, indexOf
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -296,7 +296,7 @@ def _not_found(section: str, entity_id: str) -> ActionError:
 
 def _index_of(entities: Sequence[Any], entity_id: str) -> int:
     try:
-        return list(map(_ID_OF, entities)).index(entity_id)
+        return indexOf(map(_ID_OF, entities), entity_id)
     except ValueError:
         return -1
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter
+from operator import attrgetter, indexOf
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
@@ -512,8 +512,8 @@ def document_summary(document: ThreatModel) -> dict[str, Any]:
 def find_index(section: Sequence[Any], entity_id: str) -> int:
     """Position of the first entity whose id is exactly `entity_id`, else -1."""
     try:
-        # Collecting ids through a C-level getter and searching in C beats a Python loop ~2x.
-        return list(map(_ID_OF, section)).index(entity_id)
+        # A C-level getter searched in C (no list built) is several times faster than a loop.
+        return indexOf(map(_ID_OF, section), entity_id)
     except ValueError:
         return -1
 
