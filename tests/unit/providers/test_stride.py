@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from stockade.catalog.stride import ProposedThreat, analyze, by_severity, crosses_boundary
 from stockade.thf.model import Severity, StrideCategory, ThreatModel
 
@@ -152,3 +155,46 @@ def test_by_severity_is_stable_within_a_severity() -> None:
     assert ranks == sorted(ranks)
     highs = [p for p in ordered if p.severity is Severity.HIGH]
     assert highs == [p for p in proposals if p.severity is Severity.HIGH]
+
+
+TYPES = ["process", "sql_database", "web_browser", "text", "cache", "api_client", "weird_thing"]
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> ThreatModel:
+    count = draw(st.integers(min_value=0, max_value=6))
+    ids = [f"e{i}" for i in range(count)]
+    elements = [(i, draw(st.sampled_from(TYPES))) for i in ids]
+    flows = []
+    if ids:
+        for n in range(draw(st.integers(min_value=0, max_value=5))):
+            flows.append((f"f{n}", draw(st.sampled_from(ids)), draw(st.sampled_from(ids))))
+    boundaries = [
+        (f"b{n}", draw(st.lists(st.sampled_from(ids), unique=True)) if ids else [])
+        for n in range(draw(st.integers(min_value=0, max_value=3)))
+    ]
+    targets = ids + [f[0] for f in flows]
+    threats = []
+    if targets:
+        for _ in range(draw(st.integers(min_value=0, max_value=6))):
+            target = draw(st.sampled_from(targets))
+            key = "flow" if target.startswith("f") else "element"
+            threats.append({"category": draw(st.sampled_from(list(C))).value, key: target})
+    return model(elements, flows, boundaries, threats)
+
+
+@settings(max_examples=150, deadline=None)
+@given(documents())
+def test_proposals_never_repeat_a_covered_or_proposed_pair(doc: ThreatModel) -> None:
+    proposals = analyze(doc)
+    keys = [(p.target, p.category) for p in proposals]
+    assert len(keys) == len(set(keys))
+    covered = {(t.element or t.flow, t.category) for t in doc.threats}
+    assert not set(keys) & covered
+    element_ids = {e.id for e in doc.elements}
+    flow_ids = {f.id for f in doc.data_flows}
+    for p in proposals:
+        assert (p.element is None) != (p.flow is None)
+        assert p.element in element_ids if p.element else p.flow in flow_ids
+        assert 0 < len(p.title) <= 200 and p.description
+    assert analyze(doc) == proposals
