@@ -35,7 +35,7 @@ def test_each_valid_fixture_opens_with_a_count_per_section(driver: WindowDriver,
     for section in SECTION_NAMES:
         total = len(getattr(expected, section))
         assert model.section_count(section) == (total, total), section
-    assert driver.window.validation_label.text() == "Valid"
+    driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid", timeout=5000)
     assert driver.window.windowTitle().startswith(Path(name).name + " — ")
     assert driver.prompts.errors == []
 

@@ -1,4 +1,5 @@
-"""UI benchmark: how long until the main window shows a 10,000-element model (offscreen).
+"""UI benchmarks: how long until the main window shows a 10,000-element model, and until its
+diagram is drawn on first switching to the Diagram tab (offscreen).
 
 Each measurement runs in a fresh subprocess so import and start-up costs count the way a user
 feels them. `run()` returns rows for the bench runner; `python tools/benchmarks/bench_ui.py`
@@ -20,6 +21,8 @@ from typing import Any
 ELEMENTS = 10_000
 RUNS = 3
 TARGET_SECONDS = 2.5
+DIAGRAM_TARGET_SECONDS = 2.5
+"""Our own budget for first switching to the Diagram tab (it is drawn on first show)."""
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,12 +51,21 @@ def _child(model_path: str) -> None:
 
     with loop:
         opened = loop.run_until_complete(open_and_settle())
-    elapsed = time.perf_counter() - started
-    print(json.dumps({"opened": opened, "seconds": elapsed}))
+        elapsed = time.perf_counter() - started
+        diagram_started = time.perf_counter()
+        window.show_tab("diagram")
+        QApplication.processEvents()
+        window.grab()
+        diagram_seconds = time.perf_counter() - diagram_started
+    print(json.dumps({"opened": opened, "seconds": elapsed, "diagram_seconds": diagram_seconds}))
 
 
-def _measure(model_path: Path, home: Path) -> float:
+def _measure(model_path: Path, home: Path, pycache: Path) -> dict[str, float]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", STOCKADE_HOME=str(home))
+    # An installed app starts from compiled bytecode; a private cache (warmed by an unmeasured
+    # first run) gives the child that without writing into the source tree.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     result = subprocess.run(
         [sys.executable, __file__, "--child", str(model_path)],
         capture_output=True,
@@ -69,7 +81,7 @@ def _measure(model_path: Path, home: Path) -> float:
     report = json.loads(lines[-1])
     if not report["opened"]:
         raise RuntimeError("the UI benchmark child could not open the generated model")
-    return float(report["seconds"])
+    return {"window": float(report["seconds"]), "diagram": float(report["diagram_seconds"])}
 
 
 def run() -> list[dict[str, Any]]:
@@ -86,18 +98,26 @@ def run() -> list[dict[str, Any]]:
         save(generate_model(ELEMENTS), model_path)
         home = folder / "home"
         home.mkdir()
-        samples = [_measure(model_path, home) for _ in range(RUNS)]
-    median = statistics.median(samples)
-    return [
-        {
-            "benchmark": "ui_window_shown_10k_elements",
-            "metric": "median_seconds",
-            "value": round(median, 3),
-            "unit": "s",
-            "target": TARGET_SECONDS,
-            "ratio": round(median / TARGET_SECONDS, 3),
-        }
-    ]
+        pycache = folder / "pycache"
+        _measure(model_path, home, pycache)  # warm-up: fills the bytecode cache
+        samples = [_measure(model_path, home, pycache) for _ in range(RUNS)]
+    rows = []
+    for key, name, target in (
+        ("window", "ui_window_shown_10k_elements", TARGET_SECONDS),
+        ("diagram", "ui_diagram_drawn_10k_elements", DIAGRAM_TARGET_SECONDS),
+    ):
+        median = statistics.median(sample[key] for sample in samples)
+        rows.append(
+            {
+                "benchmark": name,
+                "metric": "median_seconds",
+                "value": round(median, 3),
+                "unit": "s",
+                "target": target,
+                "ratio": round(median / target, 3),
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

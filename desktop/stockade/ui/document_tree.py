@@ -380,7 +380,10 @@ class DocumentTreeModel(QAbstractItemModel):
                 entities: Sequence[Any] = getattr(document, section)
                 node = _Node(NodeKind.SECTION, section, None, root, row)
                 node.total_in_document = len(entities)
-                node.pending = [e for e in entities if self._entity_visible(section, e)]
+                if self._filter.is_empty:
+                    node.pending = list(entities)
+                else:
+                    node.pending = [e for e in entities if self._entity_visible(section, e)]
                 root.children.append(node)
             root.pending = list(root.children)
         self._root = root

@@ -146,7 +146,6 @@ class MainWindow(QMainWindow):
         self.template_menu = self.file_menu.addMenu("New from template")
         self.template_menu.setObjectName("templateMenu")
         self.template_menu.aboutToShow.connect(self._fill_template_menu)
-        self._fill_template_menu()
         self._action(
             self.file_menu, "actionOpen", "&Open…",
             lambda: self.spawn(self.open_with_dialog()), QKeySequence.StandardKey.Open,
@@ -495,13 +494,19 @@ class MainWindow(QMainWindow):
             self.validation_label.setText("No document")
             self.validation_label.setToolTip("")
             return
-        from stockade.thf.validate import validate_references
+        self.validation_label.setText("Checking…")
+        self.spawn(self._validate_in_background(document))
 
-        try:
-            validate_references(document)
-        except ThfError as err:
+    async def _validate_in_background(self, document: ThreatModel) -> None:
+        # Linear, but 10k-entity documents still take tens of milliseconds: off the UI thread.
+        problem = await asyncio.get_running_loop().run_in_executor(
+            None, _validation_problem, document
+        )
+        if document is not self.open_document.document:
+            return  # a newer change has its own check running
+        if problem is not None:
             self.validation_label.setText("Invalid")
-            self.validation_label.setToolTip(err.message)
+            self.validation_label.setToolTip(problem)
             self.validation_label.setStyleSheet("color: #b91c1c;")
             return
         self.validation_label.setText("Valid")
@@ -569,6 +574,16 @@ class MainWindow(QMainWindow):
         splitter = settings.value("splitter")
         if isinstance(splitter, QByteArray | bytes):
             self.splitter.restoreState(splitter)
+
+
+def _validation_problem(document: ThreatModel) -> str | None:
+    from stockade.thf.validate import validate_references
+
+    try:
+        validate_references(document)
+    except ThfError as err:
+        return err.message
+    return None
 
 
 def _short(label: str, limit: int = 60) -> str:
