@@ -125,6 +125,16 @@ class CheckDeadline:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalWaited:
+    """Time the turn spent waiting for a person. The deadline bounds the assistant's own work,
+    not how long someone takes to decide (or how long a parked turn sat), so the runner
+    reports the wait before acting on a decision and the turn's clock start moves forward."""
+
+    type: ClassVar[str] = "approval_waited"
+    waited_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class StopTurn:
     """The runner must stop the turn (an audit hook failed, a tool context was missing)."""
 
@@ -148,5 +158,6 @@ TurnCommand = (
     | ChargeCredits
     | StreamEnded
     | CheckDeadline
+    | ApprovalWaited
     | StopTurn
 )

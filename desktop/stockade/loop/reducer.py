@@ -34,6 +34,7 @@ from stockade.loop.authorization import (
 )
 from stockade.loop.commands import (
     Advance,
+    ApprovalWaited,
     ApproveBatch,
     ApproveCall,
     CallSettled,
@@ -606,6 +607,18 @@ def _on_check_deadline(state: TurnState, cmd: CheckDeadline) -> TurnState:
     )
 
 
+def _on_approval_waited(state: TurnState, cmd: ApprovalWaited) -> TurnState:
+    if state.phase is not TurnPhase.AWAITING_APPROVAL or cmd.waited_ms <= 0:
+        return state
+    b = state.budget
+    return state.evolve(
+        budget=TurnBudget(
+            b.iterations_started, b.tool_calls_accepted, b.retries_used,
+            b.started_at_ms + cmd.waited_ms, b.credits_spent,
+        )
+    )
+
+
 def _on_stop_turn(state: TurnState, cmd: StopTurn) -> TurnState:
     if state.phase not in LIVE_PHASES:
         return state
@@ -655,6 +668,7 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
     ChargeCredits: _on_charge_credits,
     StreamEnded: _on_stream_ended,
     CheckDeadline: _on_check_deadline,
+    ApprovalWaited: _on_approval_waited,
     StopTurn: _on_stop_turn,
 }
 

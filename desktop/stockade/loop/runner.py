@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from stockade.loop.authorization import Authorized, GrantScope, authorize_start
 from stockade.loop.commands import (
     Advance,
+    ApprovalWaited,
     ApproveBatch,
     ApproveCall,
     CallSettled,
@@ -170,6 +171,7 @@ class TurnRunner:
         self._settled_recorded = False
         self._finishing: asyncio.Future[Any] | None = None
         self.audit_error: BaseException | None = None
+        self._waiting_since_ms: int | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -194,6 +196,7 @@ class TurnRunner:
         return await self.drive()
 
     async def approve_call(self, call_id: str, actor: str = "user") -> TurnState:
+        self._account_wait()
         call = self._pending(call_id)
         if call is not None:
             if not await self._record(
@@ -205,6 +208,7 @@ class TurnRunner:
 
     async def approve_batch(self, call_ids: Sequence[str], actor: str = "user") -> TurnState:
         """Approve exactly the ids captured when the user clicked (destructive ones excluded)."""
+        self._account_wait()
         wanted = set(call_ids)
         eligible = [
             c
@@ -223,6 +227,7 @@ class TurnRunner:
     async def deny_call(
         self, call_id: str, actor: str = "user", reason: str | None = None
     ) -> TurnState:
+        self._account_wait()
         call = self._pending(call_id)
         if call is not None:
             payload = {
@@ -311,6 +316,8 @@ class TurnRunner:
             raise
         finally:
             self._driving = False
+        if self._state.phase is TurnPhase.AWAITING_APPROVAL:
+            self._waiting_since_ms = self._clock_ms()
         await self._record_settled()
         return self._state
 
@@ -322,6 +329,7 @@ class TurnRunner:
             "format": SNAPSHOT_FORMAT,
             "model": self.model,
             "provider_name": self.provider_name,
+            "waiting_since_ms": self._waiting_since_ms,
             "turn": turn_to_json(self._state),
         }
 
@@ -347,6 +355,8 @@ class TurnRunner:
         runner = cls(provider, state.tool_set, session, **options)
         runner._state = state
         runner._limits = state.limits
+        since = snapshot.get("waiting_since_ms")
+        runner._waiting_since_ms = since if isinstance(since, int) else None
         return runner
 
     # ------------------------------------------------------------------ internals
@@ -358,6 +368,14 @@ class TurnRunner:
             if self._on_state is not None:
                 self._on_state(new)
         return new
+
+    def _account_wait(self) -> None:
+        """Move the turn's clock start past the time spent waiting for this decision."""
+        if self._waiting_since_ms is None or self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+            return
+        now = self._clock_ms()
+        self._dispatch(ApprovalWaited(now - self._waiting_since_ms))
+        self._waiting_since_ms = now
 
     def _pending(self, call_id: str) -> CallRecord | None:
         if self._state.phase is not TurnPhase.AWAITING_APPROVAL:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from stockade.loop.authorization import Grant, GrantScope
 from stockade.loop.commands import (
     Advance,
+    ApprovalWaited,
     ApproveBatch,
     ApproveCall,
     CallSettled,
@@ -155,7 +156,7 @@ def _decode(kind: str, a: int, b: int, c: int) -> Any:
     if kind == "charge":
         return ChargeCredits(b * 5)
     if kind == "deadline":
-        return CheckDeadline(b * 1000)
+        return ApprovalWaited(b * 1000) if c % 2 else CheckDeadline(b * 1000)
     if kind == "noise":
         if c % 4 == 0:
             return ToolCallStart(i, NAMES[b % len(NAMES)])

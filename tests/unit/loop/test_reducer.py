@@ -515,3 +515,14 @@ def test_undo_leaves_read_calls_succeeded(generic: ToolSet) -> None:
         d.apply(StartCall(call_id), CallSettled(call_id, ToolOk("ok")))
     d.apply(Advance(1), MessageStart("m"), MessageStop(StopReason.END_TURN), UndoTurn())
     assert statuses(d.state) == {"c1": CallStatus.UNDONE, "r1": CallStatus.SUCCEEDED}
+
+
+def test_approval_wait_moves_the_clock_start_only_while_awaiting_approval(generic: ToolSet) -> None:
+    from stockade.loop.commands import ApprovalWaited
+
+    d = Driver(generic, TurnLimits(deadline_ms=1000))
+    before = d.state
+    assert d.apply(ApprovalWaited(500)) is before  # requesting: ignored
+    d.stream_calls([("c1", "add_thing", {"name": "A"})])
+    d.apply(ApprovalWaited(5000))
+    assert d.state.budget.started_at_ms == 5000

@@ -412,3 +412,36 @@ def test_system_prompt_may_be_built_from_the_live_document() -> None:
     )
     run(runner.submit("hi"))
     assert provider.requests[0].system == "1 elements" and seen == [session.document]
+
+
+def test_time_spent_waiting_for_approval_does_not_count_against_the_deadline() -> None:
+    now = [0]
+    runner, provider, _, _ = make_runner(
+        [calls_reply(("c1", "add_element", add("A"))), text_reply("done")],
+        limits=TurnLimits(deadline_ms=1000),
+        clock=lambda: now[0],
+    )
+
+    async def scenario() -> None:
+        await runner.submit("go")
+        now[0] = 60_000  # the analyst took a minute to decide
+        state = await runner.approve_call("c1")
+        assert state.outcome is TurnOutcome.COMPLETED
+        assert state.budget.started_at_ms == 60_000
+        assert len(provider.requests) == 2
+
+    run(scenario())
+
+
+def test_the_wait_survives_a_snapshot_and_resume() -> None:
+    now = [0]
+    runner, _, session, _ = make_runner(
+        [calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(deadline_ms=1000), clock=lambda: now[0]
+    )
+    run(runner.submit("go"))
+    data = json.loads(json.dumps(runner.snapshot()))
+    now[0] = 3_600_000  # parked for an hour
+    provider = ScriptedProvider([text_reply("done")])
+    resumed = TurnRunner.resume(data, provider, default_registry(), session, clock_ms=lambda: now[0], request_check=None)
+    state = run(resumed.approve_call("c1"))
+    assert state.outcome is TurnOutcome.COMPLETED
