@@ -409,11 +409,14 @@ def test_a_401_echoing_the_key_never_leaks_it(
     assert secret_part not in sent.path and secret_part not in sent.raw_body.decode()
 
 
-def test_the_key_is_not_in_the_provider_repr() -> None:
-    provider = AnthropicProvider(ANTHROPIC_KEY)
-    assert ANTHROPIC_KEY not in repr(provider) and ANTHROPIC_KEY not in str(provider)
-    other = OpenAIProvider(OPENAI_KEY)
-    assert OPENAI_KEY not in repr(other)
+def test_the_key_is_not_in_the_provider_repr_or_its_attributes() -> None:
+    for provider, key in (
+        (AnthropicProvider(ANTHROPIC_KEY), ANTHROPIC_KEY),
+        (OpenAIProvider(OPENAI_KEY), OPENAI_KEY),
+        (LocalProvider("http://127.0.0.1:1/v1", api_key=OPENAI_KEY), OPENAI_KEY),
+    ):
+        assert key not in repr(provider) and key not in str(provider)
+        assert key not in repr(vars(provider))
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])

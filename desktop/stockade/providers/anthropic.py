@@ -34,6 +34,7 @@ from stockade.providers.streaming import (
     notice,
     stream_events,
 )
+from stockade.secrets.secret_str import SecretStr
 
 LABEL = "Anthropic"
 PRODUCTION_BASE_URL = "https://api.anthropic.com"
@@ -256,12 +257,13 @@ class AnthropicProvider:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: str | SecretStr,
         *,
         model_base_url: str | None = None,
         timeout_s: float = 60.0,
     ) -> None:
-        self._api_key = api_key
+        # Held wrapped so a repr, a traceback's locals or a log line can never show it.
+        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
         self._base_url = model_base_url or PRODUCTION_BASE_URL
         self._timeout_s = timeout_s
 
@@ -271,7 +273,7 @@ class AnthropicProvider:
     def _client(self) -> anthropic.AsyncAnthropic:
         # A fresh client per request: its HTTP connection pool belongs to one event loop.
         return anthropic.AsyncAnthropic(
-            api_key=self._api_key,
+            api_key=self._api_key.reveal(),
             base_url=self._base_url,
             max_retries=0,
             timeout=client_timeout(self._timeout_s),

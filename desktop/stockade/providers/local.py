@@ -16,6 +16,7 @@ from stockade.protocol.events import StreamEvent
 from stockade.protocol.request import ChatRequest
 from stockade.providers.openai import stream_chat_completions
 from stockade.providers.streaming import client_timeout, http_client
+from stockade.secrets.secret_str import SecretStr
 
 LABEL = "Local model server"
 
@@ -29,12 +30,14 @@ class LocalProvider:
     name = "local"
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeout_s: float = 120.0
+        self, base_url: str, *, api_key: str | SecretStr | None = None, timeout_s: float = 120.0
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("the local model server URL must start with http:// or https://")
         self._base_url = base_url
-        self._api_key = api_key or None
+        if isinstance(api_key, str):
+            api_key = SecretStr(api_key) if api_key else None
+        self._api_key: SecretStr | None = api_key or None
         self._timeout_s = timeout_s
 
     def __repr__(self) -> str:
@@ -42,7 +45,7 @@ class LocalProvider:
 
     def _client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
-            api_key=self._api_key or _PLACEHOLDER_KEY,
+            api_key=self._api_key.reveal() if self._api_key else _PLACEHOLDER_KEY,
             base_url=self._base_url,
             max_retries=0,
             timeout=client_timeout(self._timeout_s),
