@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 MAX_PROPOSALS = 10
 """Proposals per answer; keeps each approval batch small enough to review properly."""
 
-MODEL_NAME = "offline-stride"
+MODEL_NAME = "stride-rules"
+"""The model id of the offline entry in the model list; echoed when a request names none."""
 TOOL_NAME = "add_threat"
 _ID_PATTERN = re.compile(r"^offline-(\d+)$")
 
@@ -124,7 +125,7 @@ class OfflineProvider:
                 )
             )
             return
-        for event in self.answer(request.messages, document):
+        for event in self.answer(request.messages, document, model=request.model):
             try:
                 await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
             except asyncio.CancelledError:
@@ -132,14 +133,16 @@ class OfflineProvider:
                 return
             yield event
 
-    def answer(self, messages: tuple[Message, ...], document: ThreatModel) -> list[StreamEvent]:
+    def answer(
+        self, messages: tuple[Message, ...], document: ThreatModel, *, model: str = MODEL_NAME
+    ) -> list[StreamEvent]:
         """The whole answer for this conversation and document, as events."""
         earlier, highest_id = _proposed_before(messages)
         remaining = [
             p for p in by_severity(analyze(document)) if (p.target, p.category.value) not in earlier
         ]
         batch = remaining[:MAX_PROPOSALS]
-        events: list[StreamEvent] = [MessageStart(model=MODEL_NAME)]
+        events: list[StreamEvent] = [MessageStart(model=model or MODEL_NAME)]
         events.extend(
             TextDelta(text=part)
             for part in self._summary(batch, len(remaining), _last_results(messages))

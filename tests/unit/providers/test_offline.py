@@ -48,7 +48,7 @@ def load(path: Path) -> ThreatModel:
 
 
 def ask(provider: OfflineProvider, messages: tuple[Message, ...]) -> list[StreamEvent]:
-    request = ChatRequest(provider="offline", model="offline-stride", system="", messages=messages)
+    request = ChatRequest(provider="offline", model="stride-rules", system="", messages=messages)
 
     async def run() -> list[StreamEvent]:
         return [e async for e in provider.stream(request)]
@@ -113,7 +113,7 @@ def test_canonical_fixture_proposals_skip_threats_it_already_has() -> None:
 def test_events_form_a_realistic_stream() -> None:
     document = load(CANONICAL)
     events = ask(OfflineProvider(lambda: document), FIRST)
-    assert events[0] == MessageStart(model="offline-stride")
+    assert events[0] == MessageStart(model="stride-rules")
     assert isinstance(events[1], TextDelta)
     assert events[-2] == Usage(input_tokens=0, output_tokens=0)
     assert events[-1] == MessageStop(stop_reason=StopReason.TOOL_USE)
@@ -234,7 +234,7 @@ def test_a_failing_document_source_is_an_error_event_not_an_exception() -> None:
 
 def test_cancelling_mid_answer_ends_with_aborted() -> None:
     document = load(CANONICAL)
-    request = ChatRequest(provider="offline", model="offline-stride", system="", messages=FIRST)
+    request = ChatRequest(provider="offline", model="stride-rules", system="", messages=FIRST)
     seen: list[StreamEvent] = []
 
     async def consume() -> None:
