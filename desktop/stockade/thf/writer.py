@@ -30,6 +30,7 @@ from typing import Any, Union, get_args, get_origin
 import yaml_rs
 
 import stockade
+from stockade.thf.collector import collector_paused
 from stockade.thf.errors import SaveError
 from stockade.thf.model import ThfModel, ThreatModel
 
@@ -46,14 +47,16 @@ _SKIP_WHEN_EMPTY: dict[str, frozenset[str]] = {
 def to_yaml(model: ThreatModel) -> str:
     """The whole file: header comment, then the canonical body."""
     out: list[str] = [HEADER]
-    _emit_record(model, 0, out)
+    with collector_paused():
+        _emit_record(model, 0, out)
     return "".join(out)
 
 
 def to_yaml_body(model: ThreatModel) -> str:
     """The canonical body only (what byte-identity comparisons use)."""
     out: list[str] = []
-    _emit_record(model, 0, out)
+    with collector_paused():
+        _emit_record(model, 0, out)
     return "".join(out)
 
 
@@ -61,33 +64,26 @@ def to_yaml_body(model: ThreatModel) -> str:
 # Records (typed models)
 
 
-class _FieldPlan:
-    __slots__ = ("attr", "key", "number", "skip_empty")
-
-    def __init__(self, attr: str, key: str, number: bool, skip_empty: bool) -> None:
-        self.attr = attr
-        self.key = key
-        self.number = number
-        self.skip_empty = skip_empty
+# Per (record class, indent): (attribute, "<pad>key:", "key:", is_float_field, skip_when_empty).
+_PLANS: dict[tuple[type, int], tuple[tuple[str, str, str, bool, bool], ...]] = {}
 
 
-_PLANS: dict[type, tuple[_FieldPlan, ...]] = {}
-
-
-def _plan_for(cls: type[ThfModel]) -> tuple[_FieldPlan, ...]:
-    plan = _PLANS.get(cls)
+def _plan_for(cls: type[ThfModel], indent: int) -> tuple[tuple[str, str, str, bool, bool], ...]:
+    plan = _PLANS.get((cls, indent))
     if plan is None:
         skip = _SKIP_WHEN_EMPTY.get(cls.__name__, frozenset())
+        pad = " " * indent
         plan = tuple(
-            _FieldPlan(
-                attr=name,
-                key=_key_text(info.alias or name),
-                number=_is_float_field(info.annotation),
-                skip_empty=name in skip,
+            (
+                name,
+                pad + _key_text(info.alias or name),
+                _key_text(info.alias or name),
+                _is_float_field(info.annotation),
+                name in skip,
             )
             for name, info in cls.model_fields.items()
         )
-        _PLANS[cls] = plan
+        _PLANS[(cls, indent)] = plan
     return plan
 
 
@@ -103,21 +99,46 @@ def _emit_record(record: ThfModel, indent: int, out: list[str], first_inline: bo
     """Write a record's fields as block mapping lines at `indent`.
 
     With `first_inline`, the first line's indentation is left to the caller (after `- `).
+    The common value types are handled inline: this loop runs for every field of every
+    entity, so a function call per field would dominate the time to save a large model.
     """
-    pad = " " * indent
     fields = record.__dict__
     first = first_inline
-    for plan in _plan_for(type(record)):
-        value = fields[plan.attr]
-        if value is None or (plan.skip_empty and not value):
+    plain = _SURELY_PLAIN.fullmatch
+    reserved = _RESERVED_WORDS
+    for attr, prefix, bare_key, number, skip_empty in _plan_for(type(record), indent):
+        value = fields[attr]
+        if value is None:
             continue
-        out.append(plan.key if first else pad + plan.key)
+        kind = value.__class__
+        if skip_empty and kind is list and not value:
+            continue
+        head = bare_key if first else prefix
         first = False
-        if plan.number and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        _emit_value_after_key(value, indent, out)
+        if kind is str or isinstance(value, str):
+            if plain(value) and value not in reserved:
+                out.append(f"{head} {value}\n")
+            else:
+                out.append(f"{head} {_string_text(value, indent)}\n")
+        elif kind is float or (number and kind is int):
+            text = repr(float(value))
+            if "e" in text or "n" in text:
+                text = format_float(float(value))
+            out.append(f"{head} {text}\n")
+        elif kind is list and value and all(item.__class__ is str for item in value):
+            out.append(head + "\n")
+            pad = " " * indent
+            for item in value:
+                if plain(item) and item not in reserved:
+                    out.append(f"{pad}- {item}\n")
+                else:
+                    out.append(f"{pad}- {_string_text(item, indent)}\n")
+        else:
+            out.append(head)
+            _emit_value_after_key(value, indent, out)
     extra = record.__pydantic_extra__
     if extra:
+        pad = " " * indent
         for key, value in extra.items():
             out.append(_key_text(key) if first else pad + _key_text(key))
             first = False
@@ -156,6 +177,17 @@ def _emit_value_after_key(value: Any, indent: int, out: list[str]) -> None:
 
 def _emit_sequence(items: list[Any], indent: int, out: list[str]) -> None:
     pad = " " * indent
+    if items and isinstance(items[0], ThfModel):
+        dash = pad + "- "
+        inner = indent + 2
+        for item in items:
+            if isinstance(item, ThfModel):
+                out.append(dash)
+                _emit_record(item, inner, out, first_inline=True)
+            else:
+                out.append(pad + "-")
+                _emit_item(item, indent, out)
+        return
     for item in items:
         out.append(pad + "-")
         _emit_item(item, indent, out)

@@ -1,0 +1,217 @@
+"""Document benchmark: load+validate and save times, peak memory, and cost over a bare parse.
+
+Models of 1k and 10k elements (with 1.5x flows, 0.5x threats, boundaries, layers, groups) are
+generated and written with Stockade's writer; every figure is then measured in a fresh
+subprocess so earlier work (imports, caches, garbage) does not colour it. Times are medians.
+
+The bare-parse ratios compare `read_text` (parse + validate) with a plain parse of the same
+bytes: by yaml-rs, the parser Stockade uses, and by PyYAML's C loader. Stockade pauses the
+cyclic garbage collector while reading (see thf/reader.py), so the yaml-rs comparison is made
+both ways: against a plain `yaml_rs.loads` call, and against one with the collector paused
+too (the like-for-like cost of validation).
+
+`python tools/benchmarks/bench_thf.py` prints the rows on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SIZES = (1_000, 10_000)
+RUNS = {1_000: 9, 10_000: 5}
+TARGET_LOAD_10K_S = 1.0
+TARGET_SAVE_10K_S = 1.0
+TARGET_VALIDATION_OVERHEAD = 1.5  # load+validate at most 1.5x a bare parse
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _child_times(path: str, runs: int) -> dict[str, Any]:
+    """Runs inside the subprocess: medians of every timed operation on one file."""
+    import gc
+    import time
+
+    import yaml
+    import yaml_rs
+
+    from stockade.thf.reader import read_text
+    from stockade.thf.writer import save
+
+    data = Path(path).read_bytes()
+    text = data.decode("utf-8")
+
+    def median(operation: Any, count: int) -> float:
+        times = []
+        for _ in range(count):
+            gc.collect()
+            started = time.perf_counter()
+            operation()
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    def bare_paused() -> None:
+        gc.disable()
+        try:
+            yaml_rs.loads(text, parse_datetime=False)
+        finally:
+            gc.enable()
+
+    model = read_text(data)
+    out = Path(path).with_suffix(".saved.thf")
+    result = {
+        "load": median(lambda: read_text(data), runs),
+        "bare_yaml_rs": median(lambda: yaml_rs.loads(text, parse_datetime=False), runs),
+        "bare_yaml_rs_paused": median(bare_paused, runs),
+        "save": median(lambda: save(model, out), runs),
+        "bare_pyyaml_c": median(
+            lambda: yaml.load(text, Loader=yaml.CSafeLoader), max(3, runs // 2)
+        ),
+        "bytes": len(data),
+        "entities": sum(len(getattr(model, s)) for s in ("elements", "data_flows", "threats")),
+    }
+    out.unlink()
+    return result
+
+
+def _child_memory(path: str) -> dict[str, Any]:
+    """Runs inside a fresh subprocess: resident memory before and after one load."""
+    import resource
+
+    from stockade.thf.reader import read_text
+
+    data = Path(path).read_bytes()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = read_text(data)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert model.version == "1.0"
+    return {"rss_before_kib": before, "rss_peak_kib": after}
+
+
+def _run_child(*args: str) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "desktop"), str(ROOT)])
+    completed = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _row(
+    metric: str, value: Any, unit: str, target: Any = None, ratio: Any = None
+) -> dict[str, Any]:
+    return {
+        "benchmark": "thf",
+        "metric": metric,
+        "value": value,
+        "unit": unit,
+        "target": target,
+        "ratio": ratio,
+    }
+
+
+def run() -> list[dict[str, Any]]:
+    for path in (str(ROOT), str(ROOT / "desktop")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from tools.benchmarks.generate import generate_model
+
+    from stockade.thf.writer import save
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="stockade-bench-thf-") as folder:
+        for size in SIZES:
+            path = Path(folder) / f"model-{size}.thf"
+            save(generate_model(size), path)
+            times = _run_child("--times", str(path), str(RUNS[size]))
+            memory = _run_child("--memory", str(path))
+            label = f"{size // 1000}k"
+            megabytes = times["bytes"] / 1e6
+            is_10k = size == 10_000
+            load = times["load"]
+            rows.append(_row(f"{label} file size", round(megabytes, 2), "MB"))
+            rows.append(
+                _row(
+                    f"{label} load+validate (median of {RUNS[size]})",
+                    load,
+                    "s",
+                    TARGET_LOAD_10K_S if is_10k else None,
+                    f"{load / TARGET_LOAD_10K_S:.2f}x target" if is_10k else None,
+                )
+            )
+            rows.append(
+                _row(
+                    f"{label} save (median of {RUNS[size]})",
+                    times["save"],
+                    "s",
+                    TARGET_SAVE_10K_S if is_10k else None,
+                    f"{times['save'] / TARGET_SAVE_10K_S:.2f}x target" if is_10k else None,
+                )
+            )
+            rows.append(
+                _row(
+                    f"{label} bare parse yaml-rs",
+                    times["bare_yaml_rs"],
+                    "s",
+                    None,
+                    f"load = {load / times['bare_yaml_rs']:.2f}x this",
+                )
+            )
+            rows.append(
+                _row(
+                    f"{label} bare parse yaml-rs, GC paused",
+                    times["bare_yaml_rs_paused"],
+                    "s",
+                    TARGET_VALIDATION_OVERHEAD,
+                    f"load = {load / times['bare_yaml_rs_paused']:.2f}x this",
+                )
+            )
+            rows.append(
+                _row(
+                    f"{label} bare parse PyYAML CSafeLoader",
+                    times["bare_pyyaml_c"],
+                    "s",
+                    None,
+                    f"load = {load / times['bare_pyyaml_c']:.2f}x this",
+                )
+            )
+            peak = memory["rss_peak_kib"] / 1024
+            added = (memory["rss_peak_kib"] - memory["rss_before_kib"]) / 1024
+            rows.append(
+                _row(
+                    f"{label} peak RSS of one load",
+                    round(peak, 1),
+                    "MiB",
+                    None,
+                    f"+{added:.1f} MiB over imports",
+                )
+            )
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--times"]:
+        print(json.dumps(_child_times(argv[1], int(argv[2]))))
+        return 0
+    if argv[:1] == ["--memory"]:
+        print(json.dumps(_child_memory(argv[1])))
+        return 0
+    sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
+    from main import print_table
+
+    print_table(run())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+"""Benchmark runner: `tools/bench [thf|loop|governance|ui|package|all]` prints one aligned table.
+
+Each benchmark lives in `tools/benchmarks/bench_<name>.py` and defines `run() -> list[dict]`
+with rows `{benchmark, metric, value, unit, target, ratio}`. Modules are imported by file
+path so a missing one only prints "not available yet".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+BENCHMARKS = ("thf", "loop", "governance", "ui", "package")
+COLUMNS = ("benchmark", "metric", "value", "unit", "target", "ratio")
+
+
+def _load(name: str) -> Any | None:
+    path = HERE / f"bench_{name}.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"stockade_bench_{name}", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    cells = [[_cell(row.get(column)) for column in COLUMNS] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(COLUMNS)]
+    numeric = {2, 4}
+
+    def line(values: list[str]) -> str:
+        return "  ".join(
+            v.rjust(widths[i]) if i in numeric else v.ljust(widths[i]) for i, v in enumerate(values)
+        ).rstrip()
+
+    print(line(list(COLUMNS)))
+    print(line(["-" * w for w in widths]))
+    for row in cells:
+        print(line(row))
+
+
+def main(argv: list[str]) -> int:
+    wanted = argv or ["all"]
+    if any(name not in (*BENCHMARKS, "all") for name in wanted):
+        print(f"usage: tools/bench [{'|'.join((*BENCHMARKS, 'all'))}]...", file=sys.stderr)
+        return 2
+    names = list(BENCHMARKS) if "all" in wanted else wanted
+    # Benchmarks import `tools.benchmarks.generate` and the stockade package.
+    for path in (str(ROOT), str(ROOT / "desktop")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        module = _load(name)
+        if module is None or not hasattr(module, "run"):
+            print(f"{name}: not available yet", file=sys.stderr)
+            continue
+        started = time.perf_counter()
+        print(f"{name}: running…", file=sys.stderr, flush=True)
+        rows.extend(module.run())
+        print(f"{name}: done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if rows:
+        print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
