@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sqlite3
 import sys
 from typing import Any
 
@@ -25,12 +26,14 @@ from stockade.cli.common import (
 )
 from stockade.governance.guards import GuardPolicy
 from stockade.governance.pricebook import PriceBookError
+from stockade.governance.sealing import SealError
 from stockade.governance.session import ApprovePolicy, AssistantSession, Governance, TurnSummary
 from stockade.loop.history import DocumentSession
 from stockade.loop.runner import document_digest
 from stockade.loop.state import TurnPhase
 from stockade.settings import read_settings
-from stockade.store import StoreError
+from stockade.store import StoreError, database_path
+from stockade.store.database import as_store_error
 from stockade.thf.model import ThreatModel
 
 PROVIDERS = ("anthropic", "openai", "local", "offline")
@@ -116,7 +119,12 @@ def settle_headless(session: AssistantSession, *, original: ThreatModel, write: 
             # Committed work is saved now, so the parked run's base is the file as written.
             save_document(live, session.document_path)
             written, base = True, live
-        session.park(base_document=base, write_back=write)
+        try:
+            session.park(base_document=base, write_back=write)
+        except SealError as exc:
+            session.gov.runs.finish(session.run_id, outcome="failed", reason="park_unavailable")
+            print_error(f"the run could not be parked: {exc}")
+            return session.summary(document_written=written), ExitCode.FAILED
         return session.summary(document_written=written), ExitCode.PARKED
     if write and changed:
         save_document(live, session.document_path)
@@ -180,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print_error(str(exc))
         return ExitCode.FAILED
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, database_path())))
+        return ExitCode.FAILED
     try:
         document_session = DocumentSession(document)
         provider = make_provider(provider_name, model, base_url, document_session)
@@ -199,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
             print_error("the audit trail could not record the end of this run")
             return ExitCode.FAILED
         return code
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, gov.db.path)))
+        return ExitCode.FAILED
     finally:
         gov.close()
         sys.stdout.flush()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from typing import Any
 
 from stockade.cli.common import ExitCode, print_error, print_json
-from stockade.store import StoreError
+from stockade.store import StoreError, database_path
+from stockade.store.database import as_store_error
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print_error(str(exc))
         return ExitCode.FAILED
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, database_path())))
+        return ExitCode.FAILED
     try:
         if args.audit_command == "verify":
             result = gov.trajectory.verify_chain()
@@ -50,5 +55,8 @@ def run(args: argparse.Namespace) -> int:
             return ExitCode.FAILED
         sys.stdout.write("\n".join(lines) + "\n")
         return ExitCode.OK
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, gov.db.path)))
+        return ExitCode.FAILED
     finally:
         gov.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +16,8 @@ from stockade.governance.sealing import SealError
 from stockade.governance.session import AssistantSession, decide_parked
 from stockade.loop.history import DocumentSession
 from stockade.loop.serialize import SnapshotError
-from stockade.store import ConflictError, NotFoundError, StoreError
+from stockade.store import ConflictError, NotFoundError, StoreError, database_path
+from stockade.store.database import as_store_error
 from stockade.store.runs import RunRow, RunStatus
 from stockade.thf.errors import ThfError
 from stockade.thf.model import ThreatModel
@@ -69,12 +71,18 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print_error(str(exc))
         return ExitCode.FAILED
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, database_path())))
+        return ExitCode.FAILED
     try:
         handler = {"list": _list, "show": _show, "approve": _decide, "deny": _decide,
                    "resume": _resume}[args.runs_command]
         return handler(gov, args)
     except (NotFoundError, ConflictError, SealError, SnapshotError, StoreError) as exc:
         print_error(str(exc))
+        return ExitCode.FAILED
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, gov.db.path)))
         return ExitCode.FAILED
     finally:
         gov.close()

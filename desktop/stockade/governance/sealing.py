@@ -107,8 +107,21 @@ class SnapshotKeys:
             )
         return _decode_key(text)
 
+    def _require_durable(self) -> None:
+        status = getattr(self._secrets, "status", None)
+        if callable(status) and getattr(status(), "session_only", False):
+            raise SealError(
+                "no secure system keyring is available, so the key that encrypts parked runs "
+                "would be lost when this process ends; the run cannot be parked"
+            )
+
     def for_sealing(self) -> bytes:
-        """The key, creating and storing one if the keyring has none yet."""
+        """The key, creating and storing one if the keyring has none yet.
+
+        Refused when the store is session-only: a run parked under a key that dies with the
+        process could never be resumed, which is worse than not parking it.
+        """
+        self._require_durable()
         try:
             return self.existing()
         except SnapshotKeyMissing:

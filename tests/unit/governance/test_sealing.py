@@ -77,3 +77,14 @@ def test_the_real_keystore_holds_the_key() -> None:
     store = KeyStore(use_env=False)
     key = SnapshotKeys(store).for_sealing()
     assert SnapshotKeys(KeyStore(use_env=False)).existing() == key
+
+
+def test_sealing_is_refused_when_only_a_session_keyring_exists() -> None:
+    from keyring.backends.fail import Keyring as FailKeyring
+
+    from stockade.governance.sealing import SealError
+    from stockade.secrets import KeyStore
+
+    store = KeyStore(FailKeyring(), use_env=False)
+    with pytest.raises(SealError, match="cannot be parked"):
+        SnapshotKeys(store).for_sealing()
