@@ -423,3 +423,13 @@ def test_kill_9_mid_turn_leaves_a_consistent_database_and_an_interrupted_run(
     ]
     assert events[-1] == "run.interrupted"
     assert cli(env, "runs", "resume", runs[0]["run_id"]).returncode == 1
+
+
+def test_a_damaged_database_file_gives_a_clear_error(
+    env: dict[str, str], stockade_home: Path
+) -> None:
+    db_path(stockade_home).write_bytes(b"not a database at all\n" * 500)
+    result = cli(env, "runs", "list")
+    assert result.returncode == 1
+    assert "Move it aside" in result.stderr and "stockade.db" in result.stderr
+    assert "Traceback" not in result.stderr

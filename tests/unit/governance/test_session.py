@@ -265,3 +265,28 @@ def test_document_digest_survives_the_snapshot_round_trip(gov: Governance) -> No
     again = ThreatModel.model_validate(
         document.model_dump(mode="json", by_alias=True, exclude_none=True))
     assert document_digest(again) == document_digest(document)
+
+
+def test_a_failed_request_is_refunded(gov: Governance) -> None:
+    from stockade.protocol.errors import ErrorCode, ProtocolError
+    from stockade.protocol.events import MessageStart, StreamError
+
+    failing = [MessageStart("m"), StreamError(ProtocolError(ErrorCode.HTTP_STATUS, "boom", status=500))]
+    session = _session(gov, ScriptedProvider(failing))
+    asyncio.run(session.start("hello"))
+    summary = session.summary()
+    assert summary.outcome == "failed" and summary.credits_spent == 0
+    row = gov.db.read().execute("SELECT status, reserved, settled FROM reservation").fetchone()
+    assert row[0] == "refunded" and row[1] > 0 and row[2] == 0
+    assert _balanced(gov)
+
+
+def test_reported_usage_above_the_reservation_is_charged_at_the_reservation(
+    gov: Governance,
+) -> None:
+    session = _session(gov, ScriptedProvider(text_reply("big", usage=(50_000_000, 9_000_000))),
+                       limits=TurnLimits(reserve_output_tokens=100))
+    asyncio.run(session.start("hello"))
+    hold = gov.db.read().execute("SELECT reserved, settled, actual FROM reservation").fetchone()
+    assert hold[1] == hold[0] < hold[2]
+    assert session.summary().credits_spent == hold[0] <= BIG.per_turn
