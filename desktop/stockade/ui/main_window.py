@@ -114,6 +114,10 @@ class MainWindow(QMainWindow):
         crash_handler.set_notifier(self._on_unexpected_error)
         if probe_keyring:
             self.spawn(self.refresh_keyring_status())
+        # Assistant hook-up (chat dock, approvals, settings, audit trail): assistant_controller.
+        from stockade.ui.assistant_controller import AssistantController
+
+        self.assistant = AssistantController(self)
 
     # -- construction -----------------------------------------------------------------------
 
@@ -398,6 +402,7 @@ class MainWindow(QMainWindow):
             window_settings().setValue("geometry", self.saveGeometry())
             window_settings().setValue("splitter", self.splitter.saveState())
             crash_handler.set_notifier(None)
+            self.assistant.prepare_to_close()  # assistant hook-up: park a turn awaiting approval
             event.accept()
             return
         event.ignore()
