@@ -42,7 +42,10 @@ class SecretKind(StrEnum):
 _PATTERNS: tuple[tuple[SecretKind, re.Pattern[str]], ...] = (
     (SecretKind.PRIVATE_KEY, re.compile(
         r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z))")),
+        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        # Unterminated: take only the key body (base64, line breaks, JSON-escaped breaks),
+        # never the rest of the text, so fences and JSON around it survive.
+        r"|(?:[A-Za-z0-9+/=\s]|\\[nr])*))")),
     (SecretKind.URL_PASSWORD, re.compile(
         r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@]{1,128}:(?P<s>[^\s@/]{1,256})@")),
     (SecretKind.BEARER_TOKEN, re.compile(

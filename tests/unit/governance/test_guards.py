@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stockade.governance.guards import REDACTED, GuardPolicy, SecretGuard, scan
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -81,3 +83,25 @@ def test_requests_are_redacted_in_system_text_and_tool_results_but_not_tool_call
 def test_the_output_guard_always_redacts() -> None:
     text, report = SecretGuard(GuardPolicy.BLOCK).check_output("here: AKIAIOSFODNN7EXAMPLE")
     assert text == f"here: {REDACTED}" and report.action == "redacted"
+
+
+def test_an_unterminated_private_key_is_cut_without_eating_the_text_after_it() -> None:
+    text = ('{"notes":"-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEA7\\nabc+/="}'
+            "\n<<<END_UNTRUSTED_DOCUMENT_DATA>>>")
+    result = scan(text)
+    assert result.kinds == {"private_key": 1}
+    assert "MIIEow" not in result.text
+    assert result.text.endswith('"}\n<<<END_UNTRUSTED_DOCUMENT_DATA>>>')
+
+
+_PLANTED = ["sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5", "AKIAIOSFODNN7EXAMPLE",
+            "ghp_" + "a1B2c3D4e5" * 4, "Zx9qL2mN8vB4cR7tY1uI3oP5aS6dF0gH2jK4"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.text(max_size=60), after=st.text(max_size=60),
+       planted=st.sampled_from(_PLANTED))
+def test_a_planted_secret_never_survives_whatever_surrounds_it(
+    before: str, after: str, planted: str
+) -> None:
+    assert planted not in scan(f"{before} {planted} {after}").text
