@@ -44,6 +44,10 @@ _SKIP_WHEN_EMPTY: dict[str, frozenset[str]] = {
 }
 
 
+class UnwritableTextError(ValueError):
+    """The model holds text no YAML file can carry (a lone surrogate code point)."""
+
+
 def to_yaml(model: ThreatModel) -> str:
     """The whole file: header comment, then the canonical body."""
     out: list[str] = [HEADER]
@@ -489,6 +493,9 @@ def _double_quoted(value: str) -> str:
             parts.append(ch)
         else:
             code = ord(ch)
+            if 0xD800 <= code <= 0xDFFF:
+                # Only text built in code can hold a lone surrogate; no reader accepts one.
+                raise UnwritableTextError("text contains a lone surrogate code point")
             if code <= 0xFF:
                 parts.append(f"\\x{code:02X}")
             elif code <= 0xFFFF:
@@ -521,7 +528,14 @@ def _literal(value: str, content_indent: int) -> str:
 def save(model: ThreatModel, path: str | os.PathLike[str]) -> None:
     """Write `model` to `path` atomically: the old file stays intact until the new one is
     complete and on disk. Raise `SaveError` with a plain message if anything fails."""
-    text = to_yaml(model)
+    try:
+        text = to_yaml(model)
+    except UnwritableTextError:
+        raise SaveError(
+            f"Could not save {Path(path).name}: the model contains text that is not valid "
+            "Unicode. The previous version of the file is unchanged.",
+            reason="invalid_text",
+        ) from None
     save_text(text, path)
 
 
@@ -529,7 +543,14 @@ def save_text(text: str, path: str | os.PathLike[str]) -> None:
     """Atomically replace `path` with `text` (UTF-8); see `save`."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SaveError(
+            f"Could not save {target.name}: the model contains text that is not valid "
+            "Unicode. The previous version of the file is unchanged.",
+            reason="invalid_text",
+        ) from None
     mode = _existing_mode(target)
     descriptor = -1
     temp_name: str | None = None

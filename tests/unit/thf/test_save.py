@@ -120,3 +120,11 @@ def test_missing_folder_is_a_save_error(tmp_path: Path) -> None:
     with pytest.raises(SaveError) as caught:
         save(model_of(), tmp_path / "absent" / "m.thf")
     assert "folder does not exist" in str(caught.value)
+
+
+def test_text_that_is_not_valid_unicode_is_a_save_error(folder: Path) -> None:
+    model = model_of(elements=[element("a", name="bad \ud800 text")])
+    with pytest.raises(SaveError) as caught:
+        save(model, folder / "m.thf")
+    assert "not valid Unicode" in str(caught.value)
+    assert list(folder.iterdir()) == []
