@@ -1,0 +1,801 @@
+"""The bridge between the window and `AssistantSession`: runs governed turns on the qasync loop.
+
+It owns the chat pane (docked in the main window), opens the approval dialog whenever a turn
+waits for decisions, parks a waiting turn on "Decide later" or when the window closes, lists
+and resumes parked runs of the open document, and keeps the window's panes in step with what
+the turn commits (through the shared undo history).
+
+Threads: the session's own hooks write to SQLite from the event-loop thread (that is the
+governance design, one short transaction per step). Everything else this controller reads or
+writes in the database — parked runs, decisions, resume checks, the audit viewer — runs on one
+worker thread with its own `Governance`, because SQLite connections are confined to the thread
+that opened them. File reads and settings writes go to that worker too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction
+
+from stockade.governance.pricebook import PriceBookError
+from stockade.governance.session import (
+    ApprovePolicy,
+    AssistantSession,
+    Governance,
+    decide_parked,
+    open_governance,
+    parked_runs,
+)
+from stockade.loop.history import DocumentSession
+from stockade.loop.runner import document_digest
+from stockade.loop.serialize import SnapshotError, turn_from_json
+from stockade.loop.state import TurnOutcome, TurnPhase, TurnState
+from stockade.loop.transaction import UndoAvailability
+from stockade.protocol.messages import Message, flatten_text
+from stockade.settings import Settings, read_settings, save_settings
+from stockade.store import StoreError
+from stockade.thf.model import ThreatModel
+from stockade.ui.approval_dialog import (
+    ApprovalDialog,
+    ApprovalEnd,
+    ApprovalOutcome,
+    ApprovalStep,
+    pending_views,
+)
+from stockade.ui.chat_pane import ChatPane, ModelChoice, ParkedRunItem, TurnView
+
+if TYPE_CHECKING:
+    from stockade.ui.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RENDER_INTERVAL_MS = 40
+"""Streamed text is re-rendered at most this often, so 500 deltas/s never starve the UI."""
+PICKER_PROVIDERS = ("anthropic", "openai", "local", "offline")
+"""Providers offered in the chat pane (replay needs a recorded file: tests and demos only)."""
+
+STOPPED_TEXT = "Stopped. What the assistant wrote so far is kept."
+PARKED_TEXT = ("Waiting for your decision. This turn is saved; reopen the document any time "
+               "to approve or deny, or use `stockade runs` from a terminal.")
+NO_DOCUMENT_TEXT = "Open or create a threat model first."
+UNSAVED_PARK_TEXT = ("Save the document first: a turn can only wait for later on a document "
+                     "that is saved in a file.")
+FAILED_TEXT = "The assistant could not finish this turn."
+
+
+class GovernanceWorker:
+    """A `Governance` confined to one worker thread; `call(fn)` runs `fn(gov)` there."""
+
+    def __init__(self, opener: Callable[[], Governance] = open_governance) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stockade-gov")
+        self._opener = opener
+        self._gov: Governance | None = None
+        self._closed = False
+
+    def _run(self, fn: Callable[[Governance], T]) -> T:
+        if self._gov is None:
+            self._gov = self._opener()
+        return fn(self._gov)
+
+    async def call(self, fn: Callable[[Governance], T]) -> T:
+        if self._closed:
+            raise StoreError("the assistant is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._run, fn)
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Plain blocking work (files, settings) off the UI thread, no database."""
+        if self._closed:
+            raise StoreError("the assistant is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def shut() -> None:
+            if self._gov is not None:
+                self._gov.close()
+
+        self._executor.submit(shut)
+        self._executor.shutdown(wait=True)
+
+
+def _database_exists() -> bool:
+    from stockade.store.database import database_path
+
+    return database_path().exists()
+
+
+def model_choices() -> list[ModelChoice]:
+    from stockade.protocol.models import load_models
+
+    return [ModelChoice(m.provider, m.id, m.label, m.configurable)
+            for m in load_models() if m.provider in PICKER_PROVIDERS]
+
+
+def turn_text(state: TurnState, base_count: int) -> str:
+    """Every piece of assistant text of this turn so far (the draft included)."""
+    parts = [flatten_text(m) for m in state.messages[base_count:] if m.role == "assistant"]
+    return "\n\n".join(p for p in parts if p)
+
+
+class AssistantController(QObject):
+    """Runs assistant turns for one window; see the module docstring."""
+
+    approvalOpened = Signal(object)
+    """An `ApprovalDialog` was opened (tests and the screenshot drive it)."""
+    turnSettled = Signal(str)
+    parkedRunsChanged = Signal(int)
+    turnParked = Signal(str)
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.setObjectName("assistantController")
+        self.window = window
+        self.pane = ChatPane(window)
+        self.dock = window.add_side_dock(self.pane, "Assistant", "chatDock")
+        self.worker = GovernanceWorker()
+        self.settings = Settings()
+        self.session: AssistantSession | None = None
+        self.dialog: ApprovalDialog | None = None
+        self.parked: list[dict[str, Any]] = []
+        self._gov: Governance | None = None
+        self._conversation: tuple[Message, ...] = ()
+        self._base_count = 0
+        self._view: TurnView | None = None
+        self._latest: TurnState | None = None
+        self._seen_document: ThreatModel | None = None
+        self._looping = False
+        self._closed = False
+        self._render_timer = QTimer(self)
+        self._render_timer.setObjectName("chatRenderTimer")
+        self._render_timer.setSingleShot(True)
+        self._render_timer.setInterval(RENDER_INTERVAL_MS)
+        self._render_timer.timeout.connect(self._on_render_timer_timeout)
+
+        from stockade.ui.main_window import AppTab
+
+        window.register_tab(AppTab.CHAT, self.show_chat)
+        self._build_actions()
+        self.pane.set_choices(model_choices(), self.settings.provider,
+                              self.settings.model_for())
+        self.pane.promptSubmitted.connect(self._on_pane_promptSubmitted)
+        self.pane.stopRequested.connect(self.stop)
+        self.pane.undoTurnRequested.connect(self._on_pane_undoTurnRequested)
+        self.pane.reviewRequested.connect(self._on_pane_reviewRequested)
+        self.pane.modelChosen.connect(self._on_pane_modelChosen)
+        doc = window.open_document
+        doc.documentReplaced.connect(self._on_document_documentReplaced)
+        doc.documentChanged.connect(self._on_document_documentChanged)
+        # Edit > Undo reverts a whole assistant turn when that turn is the newest edit (and
+        # records it in the audit trail); anything else is an ordinary history undo.
+        window.undo_action.triggered.disconnect()
+        window.undo_action.triggered.connect(lambda _c=False: self.undo_edit())
+        self._spawn(self._load_settings())
+
+    # -- construction ----------------------------------------------------------------------
+
+    def _build_actions(self) -> None:
+        window = self.window
+        menu = window.assistant_menu
+        menu.menuAction().setVisible(True)
+        self.show_action = self._add_action(menu, "actionShowChat", "Show &chat", self.show_chat,
+                                            "Ctrl+4")
+        self.stop_action = self._add_action(menu, "actionStopTurn", "&Stop", self.stop)
+        menu.addSeparator()
+        self.settings_action = self._add_action(menu, "actionAssistantSettings", "&Settings…",
+                                                lambda: self._spawn(self.open_settings()))
+        self.audit_action = self._add_action(menu, "actionAuditTrail", "&Audit trail…",
+                                             lambda: self._spawn(self.open_audit_viewer()))
+        window.edit_menu.addSeparator()
+        self.preferences_action = self._add_action(
+            window.edit_menu, "actionPreferences", "&Preferences…",
+            lambda: self._spawn(self.open_settings()))
+        self.help_audit_action = self._add_action(
+            window.help_menu, "actionHelpAuditTrail", "&Audit trail…",
+            lambda: self._spawn(self.open_audit_viewer()))
+
+    def _add_action(self, menu: Any, name: str, text: str, slot: Callable[[], Any],
+                    shortcut: str | None = None) -> QAction:
+        action = QAction(text, self.window)
+        action.setObjectName(name)
+        if shortcut:
+            action.setShortcut(shortcut)
+        action.triggered.connect(lambda _c=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        return self.window.spawn(coro)
+
+    def show_chat(self) -> None:
+        self.dock.show()
+        self.dock.raise_()
+        self.pane.prompt_edit.setFocus()
+
+    async def _load_settings(self) -> None:
+        try:
+            loaded = await self.worker.run(read_settings)
+        except StoreError:
+            return
+        if self._closed:
+            return
+        self.settings = loaded.settings
+        if loaded.problem:
+            self.pane.set_notice(loaded.problem)
+        if not self.pane.busy:
+            self.pane.set_choices(model_choices(), self.settings.provider,
+                                  self.settings.model_for())
+        await self.refresh_keyring_notice()
+
+    async def refresh_keyring_notice(self) -> None:
+        def probe() -> tuple[bool, str]:
+            from stockade.secrets import KeyStore
+
+            status = KeyStore().status()
+            return status.is_secure, status.message
+
+        try:
+            secure, message = await self.worker.run(probe)
+        except Exception:  # an unusable keyring is shown as insecure, never as a crash
+            secure, message = False, "The system keyring could not be checked."
+        if not self._closed:
+            self.pane.set_keyring_notice(None if secure else message)
+
+    async def save_settings(self, settings: Settings) -> None:
+        self.settings = settings
+        await self.worker.run(lambda: save_settings(settings))
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Use saved settings from now on (the next turn picks them up)."""
+        self.settings = settings
+        if not self.pane.busy:
+            self.pane.set_choices(model_choices(), settings.provider, settings.model_for())
+
+    def _main_gov(self) -> Governance:
+        """The governance the session hooks use on the event-loop thread (opened on demand)."""
+        if self._gov is None:
+            self._gov = open_governance(recover=False)
+        return self._gov
+
+    @property
+    def actor(self) -> str:
+        name = self.settings.author_name.strip()
+        return f"user:{name}" if name else "user"
+
+    # -- starting a turn -------------------------------------------------------------------
+
+    def _on_pane_promptSubmitted(self, prompt: str) -> None:
+        self._spawn(self.send(prompt))
+
+    def _on_pane_modelChosen(self, provider: str, model: str) -> None:
+        if provider not in PICKER_PROVIDERS:
+            return
+        models = dict(self.settings.models)
+        if model:
+            models[provider] = model
+        updated = self.settings.model_copy(update={"provider": provider, "models": models})
+        if updated != self.settings:
+            self._spawn(self.save_settings(updated))
+
+    def _document_path(self) -> str | None:
+        path = self.window.open_document.path
+        return str(path.resolve()) if path is not None else None
+
+    def make_provider(self, provider_name: str, model: str, base_url: str | None,
+                      history: DocumentSession) -> Any:
+        """The provider for a turn (tests replace this to script answers)."""
+        from stockade.providers.factory import create_provider
+
+        return create_provider(provider_name, model=model, base_url=base_url,
+                               document_source=lambda: history.document)
+
+    @property
+    def turn_live(self) -> bool:
+        session = self.session
+        return session is not None and not session.parked and \
+            session.state.phase is not TurnPhase.SETTLED and \
+            session.state.phase is not TurnPhase.IDLE
+
+    async def send(self, prompt: str) -> None:
+        """Start a governed turn on the open document with the pane's provider and model."""
+        if self.turn_live or self._looping:
+            return
+        history = self.window.open_document.history
+        if history is None:
+            self.pane.set_error(NO_DOCUMENT_TEXT)
+            return
+        provider_name, model = self.pane.selection()
+        settings = self.settings
+        base_url = settings.local_base_url if provider_name == "local" else None
+        self.pane.set_error(None)
+        try:
+            provider = self.make_provider(provider_name, model, base_url, history)
+            gov = self._main_gov()
+            session = AssistantSession.create(
+                gov, document_session=history,
+                document_path=self._document_path() or f"unsaved:{history.document.metadata.title}",
+                provider=provider, provider_name=provider_name, model=model,
+                limits=settings.turn_limits(), budgets=settings.credits.budgets(),
+                guard_policy=settings.guard_policy, approve=ApprovePolicy.MANUAL,
+                on_state=self._on_runner_state, base_url=base_url)
+        except (ValueError, PriceBookError, StoreError) as exc:
+            self.pane.set_error(str(exc))
+            return
+        self.session = session
+        self._base_count = len(self._conversation)
+        self._seen_document = history.document
+        self._view = self.pane.begin_turn(prompt)
+        self.pane.set_busy(True)
+        self.pane.set_undo_enabled(False)
+        self.pane.set_usage("")
+        self._looping = True
+        try:
+            try:
+                state = await session.start(prompt, self._conversation)
+            except (StoreError, OSError) as exc:
+                self._fail_outside_turn(str(exc))
+                return
+            await self._continue(session, state)
+        finally:
+            self._looping = False
+
+    def _fail_outside_turn(self, message: str) -> None:
+        self.pane.set_error(f"The turn could not start: {message}")
+        self.pane.set_busy(False)
+        self.session = None
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def _on_runner_state(self, state: TurnState) -> None:
+        # Called on every reducer transition (every streamed delta): keep it O(1).
+        self._latest = state
+        if not self._render_timer.isActive():
+            self._render_timer.start()
+
+    def _on_render_timer_timeout(self) -> None:
+        if self._latest is not None and not self._closed:
+            self._render(self._latest)
+
+    def _render(self, state: TurnState) -> None:
+        view = self._view
+        if view is None:
+            return
+        view.answer.set_markdown(turn_text(state, self._base_count))
+        view.sync_calls(state.calls)
+        self._sync_document()
+
+    def _sync_document(self) -> None:
+        """Tell the panes when the turn committed (the history is shared, the signal is not)."""
+        history = self.window.open_document.history
+        if history is not None and history.document is not self._seen_document:
+            self._seen_document = history.document
+            self.window.open_document.notify_committed()
+
+    # -- the turn loop ---------------------------------------------------------------------
+
+    async def _continue(self, session: AssistantSession, state: TurnState) -> None:
+        """From a rest point: ask for decisions until the turn settles, parks or is left waiting."""
+        while not self._closed and session is self.session:
+            self._render(state)
+            if state.phase is TurnPhase.AWAITING_APPROVAL:
+                self.pane.set_pending(None)
+                outcome = await self._ask(session, state)
+                if session is not self.session or self._closed:
+                    return
+                state = session.state
+                if state.phase is TurnPhase.SETTLED:  # stopped while the dialog was open
+                    state = await session.wait_cancelled()
+                    continue
+                state = await self._apply(session, outcome.steps)
+                if state.phase is TurnPhase.AWAITING_APPROVAL:
+                    if outcome.end is ApprovalEnd.DEFERRED:
+                        await self.park_live()
+                        return
+                    if outcome.end is ApprovalEnd.DISMISSED:
+                        self.pane.set_pending(len(state.pending_calls()))
+                        return
+                continue
+            if state.phase is TurnPhase.SETTLED:
+                self._finish(session, state)
+            return
+
+    async def _ask(self, session: AssistantSession, state: TurnState) -> ApprovalOutcome:
+        history = session.document_session
+        views = await pending_views(state.pending_calls(), history.document)
+        dialog = ApprovalDialog(views, self.window)
+        self.dialog = dialog
+        self.approvalOpened.emit(dialog)
+        try:
+            return await dialog.ask()
+        finally:
+            self.dialog = None
+            dialog.deleteLater()
+
+    async def _apply(self, session: AssistantSession, steps: tuple[ApprovalStep, ...]) -> TurnState:
+        state = session.state
+        for step in steps:
+            if state.phase is not TurnPhase.AWAITING_APPROVAL:
+                break
+            if step.kind == "approve_batch":
+                state = await session.approve_batch(list(step.call_ids), self.actor)
+            elif step.kind == "approve":
+                state = await session.approve(step.call_ids[0], self.actor)
+            else:
+                state = await session.deny(step.call_ids[0], self.actor, "denied in the app")
+            self._render(state)
+        return state
+
+    def _finish(self, session: AssistantSession, state: TurnState) -> None:
+        self._render_timer.stop()
+        view = self._view
+        if view is not None:
+            final = session.final_text
+            text = turn_text(state, self._base_count)
+            raw_final = ""
+            for message in reversed(state.history[self._base_count:]):
+                if message.role == "assistant" and flatten_text(message):
+                    raw_final = flatten_text(message)
+                    break
+            if raw_final and final != raw_final and text.endswith(raw_final):
+                text = text[: len(text) - len(raw_final)] + final  # the output guard redacted
+            view.answer.set_markdown(text)
+            view.sync_calls(state.calls)
+        self._sync_document()
+        outcome = state.outcome
+        if outcome is TurnOutcome.CANCELLED:
+            self.pane.set_notice(STOPPED_TEXT)
+        elif outcome is TurnOutcome.BOUNDED:
+            self.pane.set_notice(state.notice)
+        elif outcome is TurnOutcome.FAILED:
+            error_text = state.error.message if state.error is not None else state.notice
+            self.pane.set_error(error_text or FAILED_TEXT)
+        if outcome is TurnOutcome.COMPLETED:
+            self._conversation = state.history
+        self.pane.set_pending(None)
+        self.pane.set_busy(False)
+        self._show_usage(session)
+        self._refresh_undo()
+        self.turnSettled.emit(session.run_id)
+
+    def _show_usage(self, session: AssistantSession) -> None:
+        try:
+            summary = session.summary()
+        except (StoreError, OSError) as exc:
+            log.info("turn usage could not be read: %s", type(exc).__name__)
+            return
+        usage = summary.usage
+        text = (f"Tokens: {usage['input_tokens']} in, {usage['output_tokens']} out · "
+                f"Credits spent: {summary.credits_spent}")
+        permit = getattr(session.hooks, "_last_permit", None)
+        if permit is not None:
+            text += (f" (last request reserved {permit.reserved_credits}, "
+                     f"estimated {permit.estimated_credits})")
+        self.pane.set_usage(text)
+
+    # -- stop, undo ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Cancel the live turn at once; what arrived stays on screen, no error is shown."""
+        session = self.session
+        if session is None or not self.turn_live:
+            return
+        session.cancel()
+        if self.dialog is not None:
+            self.dialog.dismiss()  # the loop sees the settled turn and finishes it
+        elif not self._looping:
+            self._spawn(self._finish_after_cancel(session))
+
+    async def _finish_after_cancel(self, session: AssistantSession) -> None:
+        state = await session.wait_cancelled()
+        if session is self.session:
+            self._finish(session, state)
+
+    def _on_pane_undoTurnRequested(self) -> None:
+        self._spawn(self.undo_turn())
+
+    def turn_undoable(self) -> bool:
+        session = self.session
+        return (session is not None and not session.parked
+                and session.state.phase is TurnPhase.SETTLED
+                and session.runner.undo_availability() is UndoAvailability.UNDOABLE)
+
+    async def undo_turn(self) -> bool:
+        """Revert the last turn in one step (recorded in the audit trail first)."""
+        session = self.session
+        if session is None or not self.turn_undoable():
+            return False
+        undone = await session.undo()
+        if undone:
+            if self._view is not None:
+                self._view.sync_calls(session.state.calls, undone=True)
+                self._view.set_outcome("These changes were undone.")
+            self._sync_document()
+        self._refresh_undo()
+        return undone
+
+    def undo_edit(self) -> None:
+        """Edit > Undo: the assistant's turn as one step when it is the newest edit."""
+        if self.turn_undoable():
+            self._spawn(self.undo_turn())
+        else:
+            self.window.open_document.undo()
+
+    def _refresh_undo(self) -> None:
+        self.pane.set_undo_enabled(self.turn_undoable())
+
+    # -- parking ---------------------------------------------------------------------------
+
+    async def park_live(self) -> bool:
+        """"Decide later": seal the waiting turn durably; the document keeps what it has."""
+        session = self.session
+        if session is None or session.state.phase is not TurnPhase.AWAITING_APPROVAL:
+            return False
+        path = self.window.open_document.path
+        if path is None:
+            self.pane.set_notice(UNSAVED_PARK_TEXT)
+            self.pane.set_pending(len(session.state.pending_calls()))
+            return False
+        base = session.document_session.document
+        if self.window.open_document.is_dirty:
+            base = await self.worker.run(lambda: _read_model(path))
+        try:
+            session.park(base_document=base)
+        except Exception as exc:  # keyring or database: the turn keeps waiting in memory
+            log.warning("parking the turn failed: %s", type(exc).__name__)
+            self.pane.set_error(f"The turn could not be saved for later ({type(exc).__name__}); "
+                                "it is still waiting here.")
+            self.pane.set_pending(len(session.state.pending_calls()))
+            return False
+        self._after_park(session)
+        await self.refresh_parked()
+        return True
+
+    def _after_park(self, session: AssistantSession) -> None:
+        if self._view is not None:
+            self._view.set_outcome(PARKED_TEXT)
+        self.pane.set_pending(None)
+        self.pane.set_busy(False)
+        self._conversation = ()
+        self.session = None
+        self.turnParked.emit(session.run_id)
+
+    def prepare_to_close(self) -> None:
+        """The window is closing: park a turn that waits for a decision, stop any other."""
+        if self._closed:
+            return
+        self._closed = True
+        self._render_timer.stop()
+        session = self.session
+        if self.dialog is not None:
+            self.dialog.dismiss()
+        if session is not None and not session.parked:
+            phase = session.state.phase
+            path = self.window.open_document.path
+            if phase is TurnPhase.AWAITING_APPROVAL and path is not None:
+                try:
+                    base = session.document_session.document
+                    if self.window.open_document.is_dirty:
+                        base = _read_model(path)  # closing: a short synchronous read is fine
+                    session.park(base_document=base)
+                    self.turnParked.emit(session.run_id)
+                except Exception:
+                    log.warning("the waiting turn could not be parked on close", exc_info=True)
+            elif phase is not TurnPhase.SETTLED and phase is not TurnPhase.IDLE:
+                session.cancel()
+        self.session = None
+        self.worker.close()
+        if self._gov is not None:
+            self._gov.close()
+            self._gov = None
+
+    # -- parked runs of the open document ---------------------------------------------------
+
+    def _on_document_documentReplaced(self) -> None:
+        if self.turn_live and self.session is not None:
+            session = self.session
+            if session.state.phase is TurnPhase.AWAITING_APPROVAL and self.dialog is None:
+                try:
+                    session.park()
+                    self.turnParked.emit(session.run_id)
+                except Exception:
+                    log.warning("the waiting turn could not be parked", exc_info=True)
+            else:
+                session.cancel()
+        self.session = None
+        self._view = None
+        self._conversation = ()
+        self.pane.set_pending(None)
+        self.pane.set_busy(False)
+        self.pane.set_undo_enabled(False)
+        self._seen_document = self.window.open_document.document
+        self._spawn(self.refresh_parked())
+
+    def _on_document_documentChanged(self) -> None:
+        self._seen_document = self.window.open_document.document
+        self._refresh_undo()
+
+    async def refresh_parked(self) -> list[dict[str, Any]]:
+        """Re-read the parked runs of the open document and show them in the pane."""
+        path = self._document_path()
+        if path is None or self._closed or not await self.worker.run(_database_exists):
+            runs: list[dict[str, Any]] = []
+        else:
+            try:
+                runs = await self.worker.call(lambda g: parked_runs(g, path))
+            except StoreError as exc:
+                if not self._closed:
+                    self.pane.set_error(str(exc))
+                return []
+        if self._closed:
+            return runs
+        self.parked = runs
+        items = [ParkedRunItem(r["run_id"], sum(1 for p in r["pending"] if p["decision"] is None),
+                               len(r["pending"])) for r in runs]
+        self.pane.set_parked_runs(items)
+        self.parkedRunsChanged.emit(len(items))
+        return runs
+
+    def _on_pane_reviewRequested(self, run_id: str) -> None:
+        if run_id:
+            self._spawn(self.review_parked(run_id))
+        elif self.session is not None and not self._looping:
+            self._spawn(self._review_live(self.session))
+
+    async def _review_live(self, session: AssistantSession) -> None:
+        self._looping = True
+        try:
+            await self._continue(session, session.state)
+        finally:
+            self._looping = False
+
+    async def review_parked(self, run_id: str) -> None:
+        """Decide the calls of a parked run; once every call is decided, resume it here."""
+        if self.turn_live or self._looping:
+            self.pane.set_notice("Finish or stop the current turn first.")
+            return
+        self._looping = True
+        try:
+            await self._review_parked(run_id)
+        finally:
+            self._looping = False
+
+    async def _review_parked(self, run_id: str) -> None:
+        from stockade.tools.registry import default_registry
+
+        try:
+            snapshot = await self.worker.call(lambda g: g.runs.open_snapshot(run_id))
+            state = turn_from_json(snapshot["runner"]["turn"], default_registry())
+            document = ThreatModel.model_validate(snapshot["document"])
+        except (StoreError, SnapshotError, KeyError, ValueError, Exception) as exc:
+            self.pane.set_error(f"This waiting turn cannot be opened: {_plain(exc)}")
+            return
+        record = next((r for r in self.parked if r["run_id"] == run_id), None)
+        decided = {p["call_id"] for p in (record or {}).get("pending", [])
+                   if p["decision"] is not None}
+        undecided = [c for c in state.pending_calls() if c.id not in decided]
+        if undecided:
+            views = await pending_views(undecided, document)
+            dialog = ApprovalDialog(views, self.window, title="Decide the waiting changes",
+                                    intro="This turn was saved while waiting for you. Approve or "
+                                          "deny each change; once all are decided it continues.")
+            dialog.later_button.setText("Keep waiting")
+            self.dialog = dialog
+            self.approvalOpened.emit(dialog)
+            try:
+                outcome = await dialog.ask()
+            finally:
+                self.dialog = None
+                dialog.deleteLater()
+            if self._closed:
+                return
+            try:
+                for step in outcome.steps:
+                    for call_id in step.call_ids:
+                        await self.worker.call(_decision(run_id, call_id, step.kind != "deny",
+                                                         self.actor))
+            except (StoreError, ValueError) as exc:
+                self.pane.set_error(f"The decision could not be recorded: {_plain(exc)}")
+                await self.refresh_parked()
+                return
+            if outcome.end is not ApprovalEnd.DECIDED:
+                await self.refresh_parked()
+                return
+        await self.resume_parked(run_id, snapshot)
+
+    async def resume_parked(self, run_id: str, snapshot: dict[str, Any]) -> None:
+        """Claim the decided run and continue it in this window's document."""
+        history = self.window.open_document.history
+        if history is None:
+            self.pane.set_error(NO_DOCUMENT_TEXT)
+            return
+        try:
+            ticket = await self.worker.call(lambda g: AssistantSession.prepare_resume(g, run_id))
+        except Exception as exc:
+            self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
+            await self.refresh_parked()
+            return
+        if not self._adopt_snapshot_document(history, snapshot):
+            return
+        provider_name = str(snapshot.get("provider_name", ""))
+        model = str(snapshot.get("model", ""))
+        self._base_count = int(snapshot.get("base_count", 0))
+        self._conversation = ()
+        self._seen_document = history.document
+        self._view = self.pane.begin_turn("Continuing the turn you decided on…")
+        self.pane.set_busy(True)
+        try:
+            provider = self.make_provider(provider_name, model, snapshot.get("base_url"), history)
+            session = await AssistantSession.resume(
+                self._main_gov(), ticket, provider=provider, document_session=history,
+                on_state=self._on_runner_state)
+        except Exception as exc:
+            log.info("resume refused: %s", type(exc).__name__)
+            self.pane.set_busy(False)
+            self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
+            await self.refresh_parked()
+            return
+        self.session = session
+        await self.refresh_parked()
+        await self._continue(session, session.state)
+
+    def _adopt_snapshot_document(self, history: DocumentSession,
+                                 snapshot: dict[str, Any]) -> bool:
+        """Make the open document the one the turn was working on (no work is lost)."""
+        parked_doc = ThreatModel.model_validate(snapshot["document"])
+        if document_digest(history.document) == document_digest(parked_doc):
+            return True
+        if self.window.open_document.is_dirty:
+            self.pane.set_error("The open document has unsaved changes; save or discard them "
+                                "before continuing the waiting turn.")
+            return False
+        # The turn had committed work before it parked that the file never got: restore it as
+        # one undoable step, then continue on top of it.
+        history.apply_edit(parked_doc, "Assistant changes before the pause")
+        self._seen_document = None
+        self._sync_document()
+        return True
+
+    # -- dialogs ---------------------------------------------------------------------------
+
+    async def open_settings(self) -> None:
+        from stockade.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self, self.window)
+        await dialog.ask()
+
+    async def open_audit_viewer(self) -> None:
+        from stockade.ui.audit_viewer import AuditViewer
+
+        viewer = AuditViewer(self.worker, self.window, self._spawn)
+        await viewer.ask()
+
+
+def _decision(run_id: str, call_id: str, approve: bool,
+              actor: str) -> Callable[[Governance], bool]:
+    def decide(gov: Governance) -> bool:
+        return decide_parked(gov, run_id, call_id, approve=approve, actor=actor,
+                             reason=None if approve else "denied in the app")
+
+    return decide
+
+
+def _read_model(path: Path) -> ThreatModel:
+    from stockade.thf.reader import read_file
+
+    return read_file(path)
+
+
+def _plain(exc: BaseException) -> str:
+    """An exception as one authored line (our own errors carry readable text)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return text or type(exc).__name__
