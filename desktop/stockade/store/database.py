@@ -104,8 +104,10 @@ class Database:
 def _connect(path: Path) -> sqlite3.Connection:
     try:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves so writers can use IMMEDIATE.
+        # One connection per thread (see `Database.connection`); check_same_thread is off only
+        # so `close()` may run from whichever thread shuts the app down.
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=True)
+                               check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

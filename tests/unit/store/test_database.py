@@ -135,3 +135,17 @@ def test_two_processes_opening_a_fresh_database_migrate_it_once(stockade_home: P
     count = db.read().execute("SELECT COUNT(*) FROM schema_version").fetchone()[0]
     assert count == len(MIGRATIONS)
     db.close()
+
+
+def test_each_thread_gets_its_own_connection_and_close_works_from_any_thread(
+    stockade_home: Path,
+) -> None:
+    import threading
+
+    db = open_database()
+    seen: list[object] = []
+    worker = threading.Thread(target=lambda: seen.append(db.connection()))
+    worker.start()
+    worker.join()
+    assert seen[0] is not db.connection()
+    db.close()
