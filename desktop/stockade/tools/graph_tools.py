@@ -49,7 +49,7 @@ DESTRUCTIVE_TOOL_NAMES = frozenset(
 
 _ID = Field(description="Id of an existing entity (ids cannot be changed).")
 _CASCADE = Field(
-    default=None,
+    default=False,
     description="Set true to also delete every entity that still refers to this one. Without "
     "it the delete is refused while references remain.",
 )
@@ -69,7 +69,7 @@ class UpdateElementInput(StrictInput):
 class DeleteElementInput(StrictInput):
     action: Literal["delete_element"]
     id: IdText = _ID
-    cascade: bool | None = _CASCADE
+    cascade: bool = _CASCADE
 
 
 class AddDataFlowInput(StrictInput):
@@ -86,7 +86,7 @@ class UpdateDataFlowInput(StrictInput):
 class DeleteDataFlowInput(StrictInput):
     action: Literal["delete_data_flow"]
     id: IdText = _ID
-    cascade: bool | None = _CASCADE
+    cascade: bool = _CASCADE
 
 
 class AddTrustBoundaryInput(StrictInput):
@@ -130,7 +130,7 @@ def _fields(updates: StrictInput) -> str:
     return ", ".join(updates.given())
 
 
-def _cascade_suffix(cascade: bool | None) -> str:
+def _cascade_suffix(cascade: bool) -> str:
     return " and everything that references it (cascade)" if cascade else ""
 
 
@@ -163,7 +163,7 @@ _SPECS: tuple[_Spec, ...] = (
         "relationships or threats still refer to it, unless cascade is true.",
         DeleteElementInput,
         lambda i: f"Delete element {_t(i.id)}{_cascade_suffix(i.cascade)}",
-        lambda doc, i: actions.delete_element(doc, i.id, cascade=bool(i.cascade)),
+        lambda doc, i: actions.delete_element(doc, i.id, cascade=i.cascade),
     ),
     (
         "add_data_flow",
@@ -184,7 +184,7 @@ _SPECS: tuple[_Spec, ...] = (
         "Delete a data flow. Refused while threats still target it, unless cascade is true.",
         DeleteDataFlowInput,
         lambda i: f"Delete data flow {_t(i.id)}{_cascade_suffix(i.cascade)}",
-        lambda doc, i: actions.delete_data_flow(doc, i.id, cascade=bool(i.cascade)),
+        lambda doc, i: actions.delete_data_flow(doc, i.id, cascade=i.cascade),
     ),
     (
         "add_trust_boundary",

@@ -102,7 +102,7 @@ class DefinedTool(Generic[InputT]):
         if isinstance(parsed, list):
             return PrepareFailed(issues=tuple(parsed))
         value: InputT = parsed
-        canonical = value.given()
+        canonical = value.canonical()
         execute = self._execute
 
         async def run(ctx: ToolContext) -> ToolOutcome:

@@ -43,6 +43,14 @@ class StrictInput(BaseModel):
         """The fields the caller actually supplied, as JSON-ready values keyed by wire name."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
+    def canonical(self) -> dict[str, Any]:
+        """The validated input as digested: given fields plus non-null defaults.
+
+        Defaults are written out so that inputs with the same effect (`"cascade": false` and
+        no `cascade`) share one digest, and a declined call cannot come back in new clothes.
+        """
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
 
 InputT = TypeVar("InputT", bound=StrictInput)
 

@@ -99,3 +99,12 @@ def test_every_graph_tool_refuses_an_invented_key(registry: ToolRegistry) -> Non
         failed = tool.prepare({"action": tool.name, "id": "x", "run_shell": "rm -rf /"})
         issues = getattr(failed, "issues", ())
         assert any('"run_shell"' in issue for issue in issues), tool.name
+
+
+def test_cascade_false_and_absent_share_one_digest(registry: ToolRegistry) -> None:
+    # Sticky denials match on the digest, so a same-effect spelling must not slip past one.
+    absent = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api"})
+    explicit = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": False})
+    cascade = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True})
+    assert absent.input_digest == explicit.input_digest != cascade.input_digest
+    assert absent.input == {"action": "delete_element", "id": "api", "cascade": False}
