@@ -190,3 +190,32 @@ def test_the_terminal_prompt_hides_the_key(keyring_file: Path) -> None:
     assert "input is hidden" in transcript
     assert KEY not in transcript
     assert read_keyring_file(keyring_file) == {("stockade", "anthropic"): KEY}
+
+
+def test_a_failing_keyring_is_reported_plainly_with_exit_1(keyring_file: Path) -> None:
+    env = _env(keyring_file)
+    del env["STOCKADE_TEST_KEYRING"]  # the file keyring now fails every call
+    result = subprocess.run(
+        [*_command(), "keys", "set", "openai"],
+        input=f"{KEY}\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "refused to save 'openai'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert_no_key(result)
+    status = subprocess.run(
+        [*_command(), "keys", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert status.returncode == 1
+    problems = [p["problem"] for p in json.loads(status.stdout)["providers"]]
+    assert all(problem and "could not be read" in problem for problem in problems)

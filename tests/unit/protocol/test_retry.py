@@ -259,3 +259,29 @@ def test_real_default_sleep_is_used_when_none_is_injected() -> None:
 
 def test_wrapper_keeps_the_inner_provider_name() -> None:
     assert RetryingProvider(ScriptedProvider([])).name == "scripted"
+
+
+def test_cancelling_the_consumer_during_the_wait_yields_aborted_instead_of_retrying() -> None:
+    inner = ScriptedProvider([[err(http_status("Anthropic", 503))], SUCCESS])
+    waiting = asyncio.Event()
+
+    async def slow_sleep(seconds: float) -> None:
+        waiting.set()
+        await asyncio.Event().wait()  # never set: only cancellation ends this wait
+
+    provider = RetryingProvider(inner, sleep=slow_sleep)
+    seen: list[StreamEvent] = []
+
+    async def consume() -> None:
+        async for event in provider.stream(REQUEST):
+            seen.append(event)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(consume())
+        await waiting.wait()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert seen == [Aborted()]
+    assert inner.calls == 1
