@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -109,12 +110,29 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        # Switching a new file to WAL needs an exclusive lock, and SQLite reports BUSY at once
+        # (no busy handler) when another process is doing the same; retry until the timeout.
+        _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise _as_store_error(exc, path) from None
     return conn
+
+
+def _retry_busy(step: Callable[[], object]) -> None:
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def _as_store_error(exc: sqlite3.DatabaseError, path: Path) -> StoreError:
@@ -174,10 +192,10 @@ def open_database(path: Path | None = None) -> Database:
     db = Database(target)
     try:
         conn = db.connection()
-        conn.execute(
+        _retry_busy(lambda: conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_version("
             "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
+        ))
         applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_version")}
         newest = max((m.version for m in MIGRATIONS), default=0)
         if applied and max(applied) > newest:
