@@ -117,7 +117,10 @@ def mask_keys(text: str) -> str:
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units (what the reference front ends count)."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    # surrogatepass: a lone surrogate in provider text still counts as one unit, never raises
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def cap_utf16(text: str, limit: int, ellipsis: str = "…") -> str:

@@ -210,3 +210,10 @@ def test_only_rate_limits_server_errors_and_network_failures_are_retriable(
     error: ProtocolError, retriable: bool
 ) -> None:
     assert is_retriable(error) is retriable
+
+
+def test_utf16_length_counts_astral_characters_twice_and_survives_lone_surrogates() -> None:
+    assert utf16_len("") == 0
+    assert utf16_len("aé") == 2
+    assert utf16_len("a🔑b") == 4
+    assert utf16_len("\ud800x") == 2
