@@ -257,7 +257,7 @@ class AssistantSession:
                  run_id: str, document_path: str, provider_name: str, model: str,
                  budgets: CreditBudgets, guard: SecretGuard, approve: ApprovePolicy,
                  base_url: str | None, extra: dict[str, Any] | None = None,
-                 base_count: int = 0) -> None:
+                 base_count: int = 0, clock_ms: Callable[[], int] = _now_ms) -> None:
         self.gov = gov
         self.runner = runner
         self.hooks = hooks
@@ -274,6 +274,7 @@ class AssistantSession:
         self.finished = False
         self.audit_error: BaseException | None = None
         self._base_count = base_count
+        self._clock_ms = clock_ms
         self._output_text: str | None = None
 
     # construction ----------------------------------------------------------------------
@@ -296,18 +297,16 @@ class AssistantSession:
                               budgets=budgets, guard=guard)
         base_limits = limits or TurnLimits()
         turn_limits = dataclasses.replace(base_limits, credit_budget=budgets.per_turn)
-        options: dict[str, Any] = {}
-        if clock_ms is not None:
-            options["clock_ms"] = clock_ms
+        clock = clock_ms or _now_ms
         runner = TurnRunner(
             GuardedProvider(provider, guard), registry, document_session, hooks=hooks,
             limits=turn_limits, model=model, provider_name=provider_name,
             system_prompt=system_prompt if system_prompt is not None
             else _system_prompt_for(registry),
-            on_state=on_state, **options)
+            on_state=on_state, clock_ms=clock)
         return cls(gov, runner, hooks, run_id=run_id, document_path=str(document_path),
                    provider_name=provider_name, model=model, budgets=budgets, guard=guard,
-                   approve=approve, base_url=base_url, extra=extra)
+                   approve=approve, base_url=base_url, extra=extra, clock_ms=clock)
 
     # running ---------------------------------------------------------------------------
 
@@ -446,6 +445,7 @@ class AssistantSession:
             "write_back": write_back,
             "base_count": self._base_count,
             "extra": self.extra,
+            "parked_at_ms": int(self._clock_ms()),
         }
         pending = [PendingCallRow(c.id, i, c.tool_name, c.input_digest, c.destructive)
                    for i, c in enumerate(state.pending_calls())]
@@ -476,10 +476,17 @@ class AssistantSession:
         hooks = GovernedHooks(gov, run_id, provider_name=snap["provider_name"],
                               model=snap["model"], budgets=budgets, guard=guard,
                               prerecorded_decisions=approved_ids)
+        # The turn deadline measures working time: the time spent parked is taken off the
+        # runner's clock, or a run decided tomorrow would be out of time before it starts.
+        base_clock = clock_ms or _now_ms
+        parked_for = max(0, int(base_clock()) - int(snap.get("parked_at_ms", base_clock())))
+
+        def clock() -> int:
+            return int(base_clock()) - parked_for
+
         options: dict[str, Any] = {"hooks": hooks, "on_state": on_state,
-                                   "system_prompt": _system_prompt_for(registry)}
-        if clock_ms is not None:
-            options["clock_ms"] = clock_ms
+                                   "system_prompt": _system_prompt_for(registry),
+                                   "clock_ms": clock}
         # Rebuild before claiming: a snapshot whose tools no longer match is refused untouched.
         runner = TurnRunner.resume(snap["runner"], GuardedProvider(provider, guard), registry,
                                    document_session, **options)
@@ -488,7 +495,7 @@ class AssistantSession:
                       provider_name=snap["provider_name"], model=snap["model"], budgets=budgets,
                       guard=guard, approve=ApprovePolicy(snap["approve"]),
                       base_url=snap.get("base_url"), extra=snap.get("extra"),
-                      base_count=int(snap.get("base_count", 0)))
+                      base_count=int(snap.get("base_count", 0)), clock_ms=clock)
         state = runner.state
         order = {c.id: i for i, c in enumerate(state.pending_calls())}
         for decision in sorted(ticket.decisions, key=lambda d: order.get(d.call_id, 0)):

@@ -290,3 +290,16 @@ def test_reported_usage_above_the_reservation_is_charged_at_the_reservation(
     hold = gov.db.read().execute("SELECT reserved, settled, actual FROM reservation").fetchone()
     assert hold[1] == hold[0] < hold[2]
     assert session.summary().credits_spent == hold[0] <= BIG.per_turn
+
+
+def test_time_spent_parked_does_not_count_against_the_turn_deadline(gov: Governance) -> None:
+    import time
+
+    run_id = _park(gov, (DESTRUCTIVE,))
+    decide_parked(gov, run_id, "c9", approve=False, actor="alice")
+    ticket = AssistantSession.prepare_resume(gov, run_id)
+    ten_days_later = 10 * 86_400_000
+    session = asyncio.run(AssistantSession.resume(
+        gov, ticket, provider=ScriptedProvider(text_reply("fine")),
+        clock_ms=lambda: time.time_ns() // 1_000_000 + ten_days_later))
+    assert session.summary().outcome == "completed"
