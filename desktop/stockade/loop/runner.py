@@ -87,6 +87,7 @@ logger = logging.getLogger(__name__)
 TOOL_CRASH_TEXT = "The tool failed while running."
 NO_PREPARED_TEXT = "Not run: this call has no validated input to run with."
 STALLED_TEXT = "The assistant stopped because the turn could not make progress."
+REQUEST_FAILED_TEXT = "The assistant stopped because the request to the model could not be prepared."
 HOOK_FAILED_TEXT = "The assistant stopped because a required record could not be written: {detail}"
 
 # Failures worth one more attempt at the turn level, and only before any content arrived.
@@ -500,6 +501,10 @@ class TurnRunner:
         except ProtocolException as exc:
             self._dispatch(StreamError(exc.error))
             return
+        except Exception:
+            logger.warning("building the provider request failed", exc_info=True)
+            self._dispatch(StopTurn(REQUEST_FAILED_TEXT, reason="request_failed"))
+            return
         try:
             decision = await self._hooks.before_request(request, state.iteration)
         except asyncio.CancelledError:
@@ -507,10 +512,13 @@ class TurnRunner:
         except Exception as exc:
             self._stop_for(exc)
             return
-        if self._state.phase is not TurnPhase.REQUESTING:
-            return  # cancelled while governance was deciding
         if isinstance(decision, RequestRefused):
-            self._dispatch(RefuseRequest(decision.reason, decision.message))
+            if self._state.phase is TurnPhase.REQUESTING:
+                self._dispatch(RefuseRequest(decision.reason, decision.message))
+            return
+        if self._state.phase is not TurnPhase.REQUESTING:
+            # Cancelled while governance was deciding: release the reservation unused.
+            await self._settle_credits(decision, None, failed=True)
             return
         permit: RequestPermit = decision
         payload = {

@@ -445,3 +445,47 @@ def test_the_wait_survives_a_snapshot_and_resume() -> None:
     resumed = TurnRunner.resume(data, provider, default_registry(), session, clock_ms=lambda: now[0], request_check=None)
     state = run(resumed.approve_call("c1"))
     assert state.outcome is TurnOutcome.COMPLETED
+
+
+def test_cancel_while_governance_decides_releases_the_reservation_and_sends_nothing() -> None:
+    class SlowHooks(RecordingHooks):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered = asyncio.Event()
+            self.gate = asyncio.Event()
+
+        async def before_request(self, request: Any, iteration: int) -> Any:
+            self.entered.set()
+            await self.gate.wait()
+            return await super().before_request(request, iteration)
+
+    hooks = SlowHooks()
+    runner, provider, _, _ = make_runner([text_reply("hi")], hooks=hooks)
+
+    async def scenario() -> None:
+        submitting = asyncio.create_task(runner.submit("hi"))
+        await hooks.entered.wait()
+        runner.cancel()
+        hooks.gate.set()
+        state = await submitting
+        assert state.outcome is TurnOutcome.CANCELLED
+
+    run(scenario())
+    assert provider.requests == []
+    assert [failed for _, _, failed in hooks.settled] == [True]
+
+
+def test_a_system_prompt_that_raises_stops_the_turn_with_an_authored_message(log_guard: Any) -> None:
+    log_guard.expect("building the provider request failed")
+
+    def broken(document: ThreatModel) -> str:
+        raise KeyError("internal")
+
+    provider = ScriptedProvider([text_reply("hi")])
+    runner = TurnRunner(
+        provider, ToolSet(), DocumentSession(base_model()), model="m", provider_name="scripted",
+        system_prompt=broken, clock_ms=lambda: 0, request_check=None,
+    )
+    state = run(runner.submit("hi"))
+    assert (state.outcome, state.reason) == (TurnOutcome.FAILED, "request_failed")
+    assert provider.requests == []
