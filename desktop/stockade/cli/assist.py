@@ -19,6 +19,7 @@ from stockade.cli.common import (
     ExitCode,
     LoadFailure,
     UsageError,
+    display_path,
     existing_files,
     load_document,
     print_error,
@@ -108,7 +109,8 @@ def save_document(document: ThreatModel, path: str) -> None:
 
 
 def settle_headless(session: AssistantSession, *, original: ThreatModel, write: bool,
-                    state_phase: TurnPhase) -> tuple[TurnSummary, ExitCode]:
+                    state_phase: TurnPhase,
+                    display: str | None = None) -> tuple[TurnSummary, ExitCode]:
     """Park a waiting turn, or write back a settled one; return the summary and exit code."""
     live = session.document_session.document
     changed = document_digest(live) != document_digest(original)
@@ -124,12 +126,12 @@ def settle_headless(session: AssistantSession, *, original: ThreatModel, write: 
         except SealError as exc:
             session.gov.runs.finish(session.run_id, outcome="failed", reason="park_unavailable")
             print_error(f"the run could not be parked: {exc}")
-            return session.summary(document_written=written), ExitCode.FAILED
-        return session.summary(document_written=written), ExitCode.PARKED
+            return session.summary(document_written=written, display_path=display), ExitCode.FAILED
+        return session.summary(document_written=written, display_path=display), ExitCode.PARKED
     if write and changed:
         save_document(live, session.document_path)
         written = True
-    summary = session.summary(document_written=written)
+    summary = session.summary(document_written=written, display_path=display)
     code = ExitCode.OK if summary.outcome in ("completed", "bounded") else ExitCode.FAILED
     return summary, code
 
@@ -204,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         state = asyncio.run(session.start(args.prompt))
         summary, code = settle_headless(session, original=document, write=args.write,
-                                        state_phase=state.phase)
+                                        state_phase=state.phase, display=display_path(path))
         print_summary(summary, args.json)
         if session.audit_error is not None or session.runner.audit_error is not None:
             print_error("the audit trail could not record the end of this run")

@@ -511,7 +511,8 @@ class AssistantSession:
 
     # reporting -------------------------------------------------------------------------
 
-    def summary(self, *, document_written: bool = False) -> TurnSummary:
+    def summary(self, *, document_written: bool = False,
+                display_path: str | None = None) -> TurnSummary:
         state = self.state
         reason: str | None
         if self.parked:
@@ -536,7 +537,7 @@ class AssistantSession:
             notice=state.notice,
             usage={"input_tokens": tokens_in, "output_tokens": tokens_out},
             credits_spent=self.gov.ledger.spent_for_run(self.run_id),
-            document={"path": self.document_path,
+            document={"path": display_path or self.document_path,
                       "digest": document_digest(self.runner.session.document),
                       "written": document_written},
             pending=pending,
