@@ -367,7 +367,11 @@ class TurnRunner:
         if new is not self._state:
             self._state = new
             if self._on_state is not None:
-                self._on_state(new)
+                try:
+                    self._on_state(new)
+                except Exception:
+                    # An observer's bug must not leave the turn half-driven.
+                    logger.warning("a turn state observer raised", exc_info=True)
         return new
 
     def _account_wait(self) -> None:

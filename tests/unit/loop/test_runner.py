@@ -489,3 +489,21 @@ def test_a_system_prompt_that_raises_stops_the_turn_with_an_authored_message(log
     state = run(runner.submit("hi"))
     assert (state.outcome, state.reason) == (TurnOutcome.FAILED, "request_failed")
     assert provider.requests == []
+
+
+def test_state_observer_sees_every_transition_and_its_failure_does_not_break_the_turn(log_guard: Any) -> None:
+    log_guard.expect("observer raised")
+    seen: list[TurnPhase] = []
+
+    def observer(state: Any) -> None:
+        seen.append(state.phase)
+        raise RuntimeError("ui bug")
+
+    provider = ScriptedProvider([text_reply("hi")])
+    runner = TurnRunner(
+        provider, ToolSet(), DocumentSession(base_model()), model="m", provider_name="scripted",
+        clock_ms=lambda: 0, request_check=None, on_state=observer,
+    )
+    state = run(runner.submit("hi"))
+    assert state.outcome is TurnOutcome.COMPLETED
+    assert seen[0] is TurnPhase.REQUESTING and seen[-1] is TurnPhase.SETTLED
