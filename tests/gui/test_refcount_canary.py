@@ -26,11 +26,19 @@ def test_painting_the_window_does_not_drain_none_references(driver: WindowDriver
     # Let background work (the validation task) finish and its objects die before counting,
     # so only the painting itself is measured.
     driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid")
-    for _ in range(10):
-        QApplication.processEvents()
-    gc.collect()
-    before = sys.getrefcount(None)
-    for _ in range(100):
-        driver.window.tree_pane.view.viewport().update()
-        QApplication.processEvents()
-    assert sys.getrefcount(None) >= before
+    drops = []
+    # A binding bug drains None on every paint, so it fails every round; an unrelated object
+    # dying during one round (a finished task of earlier work) does not repeat.
+    for _round in range(3):
+        for _ in range(10):
+            QApplication.processEvents()
+        gc.collect()
+        before = sys.getrefcount(None)
+        for _ in range(100):
+            driver.window.tree_pane.view.viewport().update()
+            QApplication.processEvents()
+        drop = before - sys.getrefcount(None)
+        if drop <= 0:
+            return
+        drops.append(drop)
+    raise AssertionError(f"None lost references in every round of painting: {drops}")
