@@ -333,6 +333,8 @@ class DetailPane(QWidget):
             self.status_combo.setCurrentIndex(self.status_combo.findData(current))
             self.mitigation_edit.setPlainText(entity.mitigation.description if entity.mitigation else "")
         for name, value, unknown in entity_fields(entity):
-            item = QTreeWidgetItem([name + ("  (unknown field)" if unknown else ""), value])
+            # One line per field keeps the list scannable; the tooltip has the full text.
+            shown = value.strip("\n").replace("\n", " ⏎ ")
+            item = QTreeWidgetItem([name + ("  (unknown field)" if unknown else ""), shown])
             item.setToolTip(1, value)
             self.fields.addTopLevelItem(item)
