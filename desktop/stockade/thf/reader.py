@@ -61,7 +61,12 @@ def read_text(data: str | bytes) -> ThreatModel:
         text = data[1:] if data.startswith("\ufeff") else data
     with collector_paused():
         parsed = _parse(text)
-        return validate_document(parsed)
+        try:
+            return validate_document(parsed)
+        finally:
+            # Free the parse tree before the collector resumes, so its first pass only
+            # walks the model and not a million short-lived parser objects as well.
+            del parsed
 
 
 def read_file(path: str | os.PathLike[str], *, merge_sidecar: bool = True) -> ThreatModel:
