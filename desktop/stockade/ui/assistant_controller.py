@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,6 +110,23 @@ class GovernanceWorker:
         self._executor.shutdown(wait=True)
 
 
+def install_asyncgen_hooks() -> None:
+    """Let the running loop finalize abandoned async generators, as `asyncio.run` does.
+
+    qasync never installs these hooks, so an async generator dropped before its end (an SDK
+    response body after the terminal event, a stopped stream) is finalized by the garbage
+    collector outside any task, where its async cleanup cannot run. With the hooks its
+    `aclose()` runs as a task on the loop and releases the connection properly.
+    """
+    loop = asyncio.get_running_loop()
+    if sys.get_asyncgen_hooks().finalizer is not None:
+        return
+    firstiter = getattr(loop, "_asyncgen_firstiter_hook", None)
+    finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
+    if firstiter is not None and finalizer is not None:
+        sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
+
+
 def _database_exists() -> bool:
     from stockade.store.database import database_path
 
@@ -156,6 +174,8 @@ class AssistantController(QObject):
         self._seen_document: ThreatModel | None = None
         self._looping = False
         self._closed = False
+        self.ready = False
+        """Settings and the keyring state have been loaded (tests wait for this)."""
         self._render_timer = QTimer(self)
         self._render_timer.setObjectName("chatRenderTimer")
         self._render_timer.setSingleShot(True)
@@ -236,6 +256,7 @@ class AssistantController(QObject):
             self.pane.set_choices(model_choices(), self.settings.provider,
                                   self.settings.model_for())
         await self.refresh_keyring_notice()
+        self.ready = True
 
     async def refresh_keyring_notice(self) -> None:
         def probe() -> tuple[bool, str]:
@@ -314,6 +335,7 @@ class AssistantController(QObject):
         if history is None:
             self.pane.set_error(NO_DOCUMENT_TEXT)
             return
+        install_asyncgen_hooks()
         provider_name, model = self.pane.selection()
         settings = self.settings
         base_url = settings.local_base_url if provider_name == "local" else None
@@ -726,6 +748,7 @@ class AssistantController(QObject):
             return
         if not self._adopt_snapshot_document(history, snapshot):
             return
+        install_asyncgen_hooks()
         provider_name = str(snapshot.get("provider_name", ""))
         model = str(snapshot.get("model", ""))
         self._base_count = int(snapshot.get("base_count", 0))
