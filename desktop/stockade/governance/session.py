@@ -26,7 +26,12 @@ from stockade.governance.meter import quote, usage_cost
 from stockade.governance.pricebook import ModelPrice, PriceBook, PriceBookError, load_price_book
 from stockade.governance.runstate import ResumeTicket, RunStates
 from stockade.governance.sealing import SecretStore, SnapshotKeys
-from stockade.governance.trajectory import EventKind, Trajectory, TrajectoryError
+from stockade.governance.trajectory import (
+    MAX_PAYLOAD_STRING,
+    EventKind,
+    Trajectory,
+    TrajectoryError,
+)
 from stockade.loop.history import DocumentSession
 from stockade.loop.hooks import RequestPermit, RequestRefused, StepKind, TurnStep, TurnStopped
 from stockade.loop.limits import TurnLimits
@@ -189,7 +194,19 @@ class GovernedHooks:
         if step.kind is StepKind.MODEL_REQUEST and self._last_permit is not None:
             payload["reserved_credits"] = self._last_permit.reserved_credits
             payload["estimated_credits"] = self._last_permit.estimated_credits
-        self._append(step.kind.value, payload)
+        self._append(step.kind.value, _compact(payload))
+
+
+def _compact(value: Any) -> Any:
+    """Over-long strings (a model can send any tool name or call id) become their digest, so
+    model output can neither stuff the audit nor stop a turn by failing its payload check."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_PAYLOAD_STRING else digest(value)
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v) for v in value]
+    return value
 
 
 class GuardedProvider:

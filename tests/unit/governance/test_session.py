@@ -303,3 +303,14 @@ def test_time_spent_parked_does_not_count_against_the_turn_deadline(gov: Governa
         gov, ticket, provider=ScriptedProvider(text_reply("fine")),
         clock_ms=lambda: time.time_ns() // 1_000_000 + ten_days_later))
     assert session.summary().outcome == "completed"
+
+
+def test_an_absurd_tool_name_from_the_model_is_audited_as_a_digest(gov: Governance) -> None:
+    name = "x" * 5000
+    provider = ScriptedProvider(tool_reply(("c1", name, {})), text_reply("ok"))
+    session = _session(gov, provider)
+    asyncio.run(session.start("hi"))
+    assert session.summary().outcome == "completed"
+    proposed = next(e for e in gov.trajectory.events(session.run_id)
+                    if e.kind == "tool.proposed")
+    assert proposed.payload["tool"].startswith("sha256:")
