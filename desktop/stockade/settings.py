@@ -30,8 +30,8 @@ ProviderName = Literal["anthropic", "openai", "local", "offline"]
 
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-5",
-    "openai": "gpt-5.6-terra",
-    "local": "llama3.1",
+    "openai": "gpt-5.6-sol",
+    "local": "local",
     "offline": "stride-rules",
 }
 
