@@ -78,3 +78,11 @@ def test_a_malformed_price_row_is_a_clear_error() -> None:
     with pytest.raises(PriceBookError, match="not a number"):
         PriceBook.from_json({"models": {"a/b": {"input": "x", "output": "1",
                                                 "cached_input": "1"}}})
+
+
+def test_every_model_in_the_model_list_has_a_price_row() -> None:
+    from stockade.protocol.models import load_models
+
+    book = load_price_book()
+    for info in load_models():
+        book.price_for(info.provider, info.id)  # raises if any listed model is unpriced
