@@ -117,3 +117,43 @@ def test_tree_selection_while_the_diagram_is_hidden_does_not_draw_it(driver: Win
     assert view.selected_key() == ("elements", "stripe-api")
     item = view.item_for("elements", "stripe-api")
     assert item is not None and item.isSelected()
+
+
+def test_an_edit_redraws_only_the_items_it_touched(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.show_tab(AppTab.DIAGRAM)
+    view = driver.window.diagram_view
+    driver.qtbot.waitUntil(lambda: view.is_drawn)
+    untouched = view.item_for("elements", "stripe-api")
+    view.items_created = 0
+    from stockade.tools import actions
+
+    result = actions.update_element(
+        driver.document, "payment-db", actions.ElementUpdates(name="Card Vault")
+    )
+    assert isinstance(result, actions.ActionResult)
+    driver.window.open_document.apply_edit(result.document, result.result)
+
+    assert view.items_created == 1
+    assert view.item_for("elements", "stripe-api") is untouched
+    renamed = view.item_for("elements", "payment-db")
+    assert isinstance(renamed, ElementItem) and renamed.name == "Card Vault"
+    assert len(view.scene().items()) == view.item_count
+
+
+def test_an_undone_add_removes_its_item(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    driver.window.show_tab(AppTab.DIAGRAM)
+    view = driver.window.diagram_view
+    driver.qtbot.waitUntil(lambda: view.is_drawn)
+    from stockade.tools import actions
+
+    result = actions.add_element(
+        driver.document, actions.NewElement(type="cache", name="Token Cache")
+    )
+    assert isinstance(result, actions.ActionResult) and result.new_id is not None
+    driver.window.open_document.apply_edit(result.document, result.result)
+    assert view.item_for("elements", result.new_id) is not None
+    driver.window.open_document.undo()
+    assert view.item_for("elements", result.new_id) is None
+    assert len(view.scene().items()) == view.item_count

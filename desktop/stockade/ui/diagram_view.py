@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
@@ -138,14 +139,36 @@ def _badges(document: ThreatModel) -> dict[str, ThreatBadge]:
     return {eid: ThreatBadge(n, worst.get(eid)) for eid, n in counts.items()}
 
 
+def _rect_key(rect: QRectF) -> tuple[float, float, float, float]:
+    return (rect.x(), rect.y(), rect.width(), rect.height())
+
+
+def element_signature(
+    rect: QRectF, badge: ThreatBadge | None, look: ElementLook
+) -> tuple[Any, ...]:
+    return (_rect_key(rect), badge, look)
+
+
+def flow_signature(source: QRectF, target: QRectF) -> tuple[Any, ...]:
+    return (_rect_key(source), _rect_key(target))
+
+
+def boundary_signature(rect: QRectF) -> tuple[Any, ...]:
+    return (_rect_key(rect),)
+
+
 class _EntityItem(QGraphicsItem):
     """Base for diagram items that stand for one document entity."""
 
     section = ""
 
-    def __init__(self, entity_id: str) -> None:
+    def __init__(self, entity_id: str, source: Any, signature: tuple[Any, ...]) -> None:
         super().__init__()
         self.entity_id = entity_id
+        self.source = source
+        """The document entity drawn; entities are immutable, so `is` tells if it changed."""
+        self.signature = signature
+        """Everything else the drawing depends on (geometry, badge); equal means reusable."""
         self.setFlag(_SELECTABLE, True)
 
     def _pen(self, base: QColor, width: float = 1.2) -> QPen:
@@ -160,7 +183,7 @@ class ElementItem(_EntityItem):
     def __init__(
         self, element: Element, rect: QRectF, badge: ThreatBadge | None, look: ElementLook
     ) -> None:
-        super().__init__(element.id)
+        super().__init__(element.id, element, element_signature(rect, badge, look))
         self.name = element.name or element.id
         self.type_label = look.label
         self.role = look.role
@@ -257,7 +280,7 @@ class FlowItem(_EntityItem):
     section = "data_flows"
 
     def __init__(self, flow: DataFlow, source: QRectF, target: QRectF) -> None:
-        super().__init__(flow.id)
+        super().__init__(flow.id, flow, flow_signature(source, target))
         if flow.flow_number is not None and flow.name:
             self.label = f"{flow.flow_number}. {flow.name}"
         else:
@@ -368,7 +391,7 @@ class BoundaryItem(_EntityItem):
     section = "trust_boundaries"
 
     def __init__(self, boundary: TrustBoundary, rect: QRectF) -> None:
-        super().__init__(boundary.id)
+        super().__init__(boundary.id, boundary, boundary_signature(rect))
         self.name = boundary.name
         self.color = QColor(boundary.stroke_color or "#ef4444")
         if not self.color.isValid():
@@ -500,6 +523,8 @@ class DiagramView(QGraphicsView):
         self._keep_view = True
         self._built_once = False
         self._pending_selection: tuple[str, str] | None = None
+        self.items_created = 0
+        """Items made since the last full draw (tests check that edits reuse the rest)."""
         self._scene.selectionChanged.connect(self._on_scene_selectionChanged)
 
     # -- public API -------------------------------------------------------------------------
@@ -546,12 +571,18 @@ class DiagramView(QGraphicsView):
         self._stale = False
         self._pending_selection = None
         center = self.mapToScene(self.viewport().rect().center())
+        incremental = self._keep_view and self._built_once and self._document is not None
         self._suppress_selection_signal = True
         try:
-            self._scene.clear()
-            self._items = {}
-            if self._document is not None:
-                self._build(self._document)
+            if incremental:
+                assert self._document is not None
+                self._update(self._document)
+            else:
+                self._scene.clear()
+                self._items = {}
+                self.items_created = 0
+                if self._document is not None:
+                    self._build(self._document)
         finally:
             self._suppress_selection_signal = False
         if selected is not None:
@@ -687,9 +718,64 @@ class DiagramView(QGraphicsView):
         scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         scene.setSceneRect(scene.itemsBoundingRect().adjusted(-200.0, -200.0, 200.0, 200.0))
 
+    def _update(self, document: ThreatModel) -> None:
+        """Redraw after an edit: keep every item whose entity and geometry are unchanged.
+
+        An edit replaces only the entities it touches (the rest are the same objects), so
+        a commit on a 10k-element model swaps a handful of items instead of 25,000.
+        """
+        layout = layout_document(document)
+        badges = _badges(document)
+        previous = self._items
+        self._items = {}
+        looks: dict[str, ElementLook] = {}
+        for boundary in document.trust_boundaries:
+            rect = layout.boundaries[boundary.id]
+            self._keep_or_add(
+                previous, "trust_boundaries", boundary, boundary_signature(rect),
+                partial(BoundaryItem, boundary, rect),
+            )
+        for element in document.elements:
+            look = looks.get(element.type)
+            if look is None:
+                look = looks[element.type] = element_look(element.type)
+            rect = layout.elements[element.id]
+            badge = badges.get(element.id)
+            self._keep_or_add(
+                previous, "elements", element, element_signature(rect, badge, look),
+                partial(ElementItem, element, rect, badge, look),
+            )
+        for flow in document.data_flows:
+            source = layout.elements.get(flow.from_)
+            target = layout.elements.get(flow.to)
+            if source is not None and target is not None:
+                self._keep_or_add(
+                    previous, "data_flows", flow, flow_signature(source, target),
+                    partial(FlowItem, flow, source, target),
+                )
+        for gone in previous.values():
+            self._scene.removeItem(gone)
+
+    def _keep_or_add(
+        self,
+        previous: dict[tuple[str, str], _EntityItem],
+        section: str,
+        entity: Any,
+        signature: tuple[Any, ...],
+        create: Callable[[], _EntityItem],
+    ) -> None:
+        old = previous.pop((section, entity.id), None)
+        if old is not None and old.source is entity and old.signature == signature:
+            self._items[(section, entity.id)] = old
+            return
+        if old is not None:
+            self._scene.removeItem(old)
+        self._add(create())
+
     def _add(self, item: _EntityItem) -> None:
         self._scene.addItem(item)
         self._items[(item.section, item.entity_id)] = item
+        self.items_created += 1
 
     def _on_scene_selectionChanged(self) -> None:
         if self._suppress_selection_signal:
