@@ -235,6 +235,7 @@ def validate_document(data: Any) -> ThreatModel:
 
 
 _MAX_UNKNOWN_DEPTH = 64
+_MAX_INT_BITS = 3000
 _NESTED_RECORDS: dict[str, tuple[str, ...]] = {
     "layers": (),
     "groups": ("position", "size"),
@@ -309,6 +310,9 @@ def _plain_data_problem(value: Any) -> str | None:
                 stack.append((item, depth + 1))
         elif isinstance(current, list):
             stack.extend((item, depth + 1) for item in current)
+        elif isinstance(current, int) and current.bit_length() > _MAX_INT_BITS:
+            # Python refuses to turn such integers back into text, so they could not be saved.
+            return "holds a number too large to keep"
         elif not isinstance(current, (str, int, float, bool)) and current is not None:
             return "holds a value that is not plain YAML data"
     return None

@@ -356,3 +356,9 @@ def test_validate_references_accepts_a_large_valid_model_and_finds_one_late_erro
             model.model_copy(update={"data_flows": [*model.data_flows[:-1], broken]})
         )
     assert caught.value.field == "data_flows[f2999].to"
+
+
+def test_unknown_field_with_a_huge_integer_is_refused_rather_than_unsavable() -> None:
+    err = error_of(minimal_data(big=int("9" * 2000)))
+    assert (err.code, err.field) == (ThfErrorCode.INVALID_FIELD, "big")
+    assert "too large" in err.message
