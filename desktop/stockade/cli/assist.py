@@ -212,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
             print_error("the audit trail could not record the end of this run")
             return ExitCode.FAILED
         return code
+    except StoreError as exc:
+        print_error(str(exc))
+        return ExitCode.FAILED
     except sqlite3.DatabaseError as exc:
         print_error(str(as_store_error(exc, gov.db.path)))
         return ExitCode.FAILED

@@ -336,24 +336,31 @@ class AssistantSession:
         return self.runner.session
 
     async def start(self, prompt: str, base_messages: Sequence[Message] = ()) -> TurnState:
-        """Guard the prompt, record `run.started`, and run until the next rest point."""
+        """Guard the prompt, record `run.started`, and run until the next rest point.
+
+        Raises `StoreError` (nothing sent, nothing spent) when the run cannot be recorded.
+        """
         sendable, report = self.guard.check_prompt(prompt)
         document = self.runner.session.document
-        self.gov.runs.start(
-            self.run_id, document_path=self.document_path,
-            document_digest=document_digest(document), provider=self.provider_name,
-            model=self.model, payload={
-                "provider": self.provider_name, "model": self.model,
-                "prompt_digest": digest(prompt), "document_digest": document_digest(document),
-                "approve": self.approve_policy.value, "credit_budget": self.budgets.per_turn,
-                "base_messages": len(base_messages),
-            })
+        try:
+            self.gov.runs.start(
+                self.run_id, document_path=self.document_path,
+                document_digest=document_digest(document), provider=self.provider_name,
+                model=self.model, payload={
+                    "provider": self.provider_name, "model": self.model,
+                    "prompt_digest": digest(prompt), "document_digest": document_digest(document),
+                    "approve": self.approve_policy.value, "credit_budget": self.budgets.per_turn,
+                    "base_messages": len(base_messages),
+                })
+        except TrajectoryError as exc:
+            raise StoreError(f"the run could not be recorded, so it was not started ({exc})",
+                             self.gov.db.path) from None
         self._base_count = len(base_messages)
         try:
             self.hooks.record_guard(report, always=True)
         except TurnStopped as exc:
             self.gov.runs.finish(self.run_id, outcome="failed", reason="hook_failed")
-            raise RuntimeError(str(exc)) from None
+            raise StoreError(str(exc), self.gov.db.path) from None
         state = await self.runner.submit(sendable, base_messages)
         return await self._rest(state)
 
