@@ -410,6 +410,8 @@ def _show(value: Any) -> str:
         text = "true" if value else "false"
     elif isinstance(value, str):
         text = '"' + (value if len(value) <= 40 else value[:40] + "…") + '"'
+    elif isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+        text = "a number with more than 900 digits"
     elif isinstance(value, (int, float)):
         text = repr(value)
     elif isinstance(value, Mapping):

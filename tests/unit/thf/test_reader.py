@@ -202,3 +202,20 @@ def test_reading_leaves_the_garbage_collector_as_it_was() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("field", ["name", "flow_number"])
+def test_enormous_integer_in_a_typed_field_is_an_invalid_field(field: str) -> None:
+    huge = "1" * 5000
+    text = (
+        HEAD + "elements:\n- id: a\n  type: p\n  name: n\n"
+        "data_flows:\n- id: f\n  from: a\n  to: a\n"
+    )
+    if field == "name":
+        text = text.replace("  name: n\n", f"  name: {huge}\n")
+    else:
+        text += f"  flow_number: {huge}\n"
+    with pytest.raises(ThfError) as caught:
+        read_text(text)
+    assert caught.value.code is ThfErrorCode.INVALID_FIELD
+    assert huge not in caught.value.message
