@@ -1,0 +1,126 @@
+"""The settings dialog: keys go to the keyring (never to a file), settings to settings.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from keyring.backends.fail import Keyring as FailKeyring
+from PySide6.QtCore import Qt
+
+from stockade.secrets import SERVICE, KeyStore
+from stockade.settings import load_settings, settings_path
+from stockade.ui.settings_dialog import SettingsDialog
+from tests.gui.chat_helpers import assistant
+from tests.gui.conftest import WindowDriver
+from tests.helpers.memory_keyring import MemoryKeyring
+
+KEY = "sk-ant-api03-SettingsDialogKey-0123456789abcdef"
+
+
+def _open(driver: WindowDriver) -> tuple[SettingsDialog, object]:
+    controller = assistant(driver)
+    task = driver.window.spawn(controller.open_settings())
+    driver.qtbot.waitUntil(
+        lambda: driver.window.findChild(SettingsDialog, "settingsDialog") is not None, timeout=3000)
+    dialog = driver.window.findChild(SettingsDialog, "settingsDialog")
+    assert dialog is not None
+    driver.qtbot.waitUntil(dialog.isVisible, timeout=3000)
+    driver.qtbot.waitUntil(lambda: dialog.key_status["anthropic"].text() != "", timeout=3000)
+    return dialog, task
+
+
+def test_a_key_set_in_settings_lands_in_the_keyring_and_never_in_the_settings_file(
+    driver: WindowDriver, memory_keyring: MemoryKeyring, stockade_home: Path
+) -> None:
+    dialog, task = _open(driver)
+    assert dialog.key_status["anthropic"].text() == "No key stored"
+    assert dialog.windowModality() is Qt.WindowModality.WindowModal
+
+    dialog.key_edits["anthropic"].setText(KEY)
+    dialog.key_set_buttons["anthropic"].click()
+    driver.qtbot.waitUntil(
+        lambda: dialog.key_status["anthropic"].text() == "Key stored in the keyring", timeout=3000)
+    assert memory_keyring.store[(SERVICE, "anthropic")] == KEY
+    assert dialog.key_edits["anthropic"].text() == ""  # the key left the widget at once
+    assert KEY not in dialog.key_status["anthropic"].text()
+
+    dialog.turn_budget.setValue(1234)
+    dialog.limit_spins["max_iterations"].setValue(5)
+    dialog.save_button.click()
+    driver.qtbot.waitUntil(task.done, timeout=3000)
+    assert task.result() is None
+
+    saved = settings_path().read_text(encoding="utf-8")
+    assert KEY not in saved
+    assert json.loads(saved)["credits"]["per_turn"] == 1234
+    for path in stockade_home.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert load_settings().limits.max_iterations == 5
+    assert assistant(driver).settings.credits.per_turn == 1234
+
+
+def test_deleting_a_key_removes_it_from_the_keyring(
+    driver: WindowDriver, memory_keyring: MemoryKeyring
+) -> None:
+    KeyStore().set_key("openai", "sk-proj-DeleteMe0123456789")
+    dialog, _task = _open(driver)
+    assert dialog.key_status["openai"].text() == "Key stored in the keyring"
+    assert dialog.key_delete_buttons["openai"].isEnabled()
+    dialog.key_delete_buttons["openai"].click()
+    driver.qtbot.waitUntil(
+        lambda: dialog.key_status["openai"].text() == "No key stored", timeout=3000)
+    assert (SERVICE, "openai") not in memory_keyring.store
+    dialog.reject()
+
+
+def test_an_invalid_local_url_is_refused_with_a_message_and_nothing_is_saved(
+    driver: WindowDriver,
+) -> None:
+    dialog, task = _open(driver)
+    dialog.base_url_edit.setText("ftp://user:pw@somewhere")
+    dialog.save_button.click()
+    driver.qtbot.waitUntil(dialog.error_label.isVisible, timeout=3000)
+    assert "local_base_url" in dialog.error_label.text()
+    assert dialog.isVisible()
+    assert not settings_path().exists()
+    dialog.reject()
+    driver.qtbot.waitUntil(task.done, timeout=3000)
+
+
+def test_an_insecure_keyring_is_announced_in_the_chat_pane_and_the_dialog(
+    qtbot: object, memory_keyring: MemoryKeyring
+) -> None:
+    import keyring
+
+    from tests.gui.conftest import WindowDriver as Driver
+
+    keyring.set_keyring(FailKeyring())
+    drv = Driver(qtbot)  # type: ignore[arg-type]
+    try:
+        controller = assistant(drv)
+        assert controller.pane.keyring_notice.isVisible()
+        assert "session only" in controller.pane.keyring_notice.text()
+        dialog, _task = _open(drv)
+        assert "session only" in dialog.keyring_label.text()
+        dialog.key_edits["anthropic"].setText(KEY)
+        dialog.key_set_buttons["anthropic"].click()
+        drv.qtbot.waitUntil(
+            lambda: dialog.key_status["anthropic"].text() == "Key kept for this session only",
+            timeout=3000)
+        dialog.key_delete_buttons["anthropic"].click()
+        drv.qtbot.waitUntil(
+            lambda: dialog.key_status["anthropic"].text() == "No key stored", timeout=3000)
+        dialog.reject()
+    finally:
+        drv.window._close_approved = True
+        drv.window.close()
+
+
+def test_the_dialog_shows_credit_spend_so_far(driver: WindowDriver) -> None:
+    dialog, _task = _open(driver)
+    driver.qtbot.waitUntil(
+        lambda: dialog.spend_label.text().startswith("Spent so far: 0 credits today"),
+        timeout=3000)
+    dialog.reject()
