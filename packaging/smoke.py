@@ -222,7 +222,7 @@ def main(argv: Sequence[str]) -> int:
         kinds = [json.loads(line)["kind"] for line in exported if line.strip()]
         require(kinds.count("tool.approved") == approved,
                 f"audit: {kinds.count('tool.approved')} approvals recorded, {approved} given")
-        require(kinds and kinds[-1] == "run.finished", f"audit: last event {kinds[-1:]}")
+        require(bool(kinds) and kinds[-1] == "run.finished", f"audit: last event {kinds[-1:]}")
     except SmokeFailure as failure:
         print(f"packaging/smoke: FAILED: {failure}", file=sys.stderr)
         print(f"  (work folder kept for inspection: {work})", file=sys.stderr)
