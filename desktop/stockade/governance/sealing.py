@@ -16,6 +16,10 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 SNAPSHOT_KEY_NAME = "snapshot-key"
+SNAPSHOT_KEY_ENV = "STOCKADE_SNAPSHOT_KEY"
+"""Headless machines without a secure keyring (CI, servers) may supply the snapshot key as
+base64 of 32 random bytes in this variable, as they supply provider keys; it then wins over
+the keyring and is never written anywhere by Stockade."""
 _MAGIC = b"STKS"
 _VERSION = 1
 _ALG_AES256GCM = 1
@@ -80,9 +84,11 @@ def _decode_key(text: str) -> bytes:
     try:
         key = base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
-        raise SealError("the snapshot key in the keyring is not valid base64") from None
+        raise SealError("the snapshot key (keyring or STOCKADE_SNAPSHOT_KEY) is not valid "
+                        "base64") from None
     if len(key) != _KEY_BYTES:
-        raise SealError("the snapshot key in the keyring has the wrong length")
+        raise SealError("the snapshot key (keyring or STOCKADE_SNAPSHOT_KEY) must decode to "
+                        "32 bytes")
     return key
 
 
@@ -94,6 +100,9 @@ class SnapshotKeys:
 
     def existing(self) -> bytes:
         """The key, or `SnapshotKeyMissing` when the keyring does not hold it."""
+        from_env = os.environ.get(SNAPSHOT_KEY_ENV)
+        if from_env:
+            return _decode_key(from_env.strip())
         try:
             text = self._secrets.get_secret(SNAPSHOT_KEY_NAME)
         except Exception as exc:  # keyring backends raise their own types
@@ -108,6 +117,8 @@ class SnapshotKeys:
         return _decode_key(text)
 
     def _require_durable(self) -> None:
+        if os.environ.get(SNAPSHOT_KEY_ENV):
+            return  # the operator keeps the key; it outlives this process
         status = getattr(self._secrets, "status", None)
         if callable(status) and getattr(status(), "session_only", False):
             raise SealError(

@@ -88,3 +88,27 @@ def test_sealing_is_refused_when_only_a_session_keyring_exists() -> None:
     store = KeyStore(FailKeyring(), use_env=False)
     with pytest.raises(SealError, match="cannot be parked"):
         SnapshotKeys(store).for_sealing()
+
+
+def test_a_headless_machine_may_supply_the_snapshot_key_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    from keyring.backends.fail import Keyring as FailKeyring
+
+    from stockade.governance.sealing import SNAPSHOT_KEY_ENV
+    from stockade.secrets import KeyStore
+
+    monkeypatch.setenv(SNAPSHOT_KEY_ENV, base64.b64encode(KEY).decode("ascii"))
+    store = KeyStore(FailKeyring(), use_env=False)
+    assert SnapshotKeys(store).for_sealing() == KEY
+    assert SnapshotKeys(store).existing() == KEY
+
+
+def test_a_malformed_environment_snapshot_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stockade.governance.sealing import SNAPSHOT_KEY_ENV, SealError
+
+    monkeypatch.setenv(SNAPSHOT_KEY_ENV, "not-base64!")
+    with pytest.raises(SealError, match="STOCKADE_SNAPSHOT_KEY"):
+        SnapshotKeys(DictSecrets()).existing()
