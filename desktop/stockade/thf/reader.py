@@ -59,7 +59,7 @@ def read_text(data: str | bytes) -> ThreatModel:
         ):
             raise _too_large()
         text = data[1:] if data.startswith("\ufeff") else data
-    with collector_paused():
+    with collector_paused(promote_survivors=True):
         parsed = _parse(text)
         try:
             return validate_document(parsed)

@@ -219,3 +219,17 @@ def test_enormous_integer_in_a_typed_field_is_an_invalid_field(field: str) -> No
         read_text(text)
     assert caught.value.code is ThfErrorCode.INVALID_FIELD
     assert huge not in caught.value.message
+
+
+def test_reading_never_undoes_someone_elses_frozen_objects() -> None:
+    import gc
+
+    keep = [object() for _ in range(10)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        read_file(fixture_path("v1.0-canonical-full.thf"))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    del keep
