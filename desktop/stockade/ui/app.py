@@ -6,6 +6,10 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stockade.ui.main_window import MainWindow
 
 SCREENSHOT_SIZE = (1280, 800)
 
@@ -20,50 +24,50 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
         # Must be set before the QApplication exists; a screenshot never needs a display.
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
+    # Qt is imported here, not at module level, so `stockade --help` and the subcommands never
+    # pay for it.
     import qasync
     from PySide6.QtWidgets import QApplication
 
     from stockade.ui import crash_handler
     from stockade.ui.main_window import MainWindow
+    from stockade.ui.prompts import StderrPrompts
 
     crash_handler.install_log_file()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    assert isinstance(app, QApplication)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv[:1])
     app.setApplicationName("Stockade")
     app.setOrganizationName("Stockade")
     crash_handler.install_exception_hook()
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow()
+    window = MainWindow(prompts=StderrPrompts() if screenshot else None)
     if screenshot:
         window.resize(*SCREENSHOT_SIZE)
-    with loop:
-        return loop.run_until_complete(_run(window, file, screenshot, tab or "tree"))
-
-
-async def _run(window: object, file: str | None, screenshot: str | None, tab: str) -> int:
-    from PySide6.QtWidgets import QApplication
-
-    from stockade.ui.main_window import AppTab, MainWindow
-
-    assert isinstance(window, MainWindow)
-    app = QApplication.instance()
-    closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    closed: asyncio.Future[None] = loop.create_future()
 
     def on_last_window_closed() -> None:
         if not closed.done():
             closed.set_result(None)
 
-    app.lastWindowClosed.connect(on_last_window_closed)  # type: ignore[union-attr]
+    app.lastWindowClosed.connect(on_last_window_closed)
+    with loop:
+        return loop.run_until_complete(_run(window, closed, file, screenshot, tab or "tree"))
+
+
+async def _run(
+    window: MainWindow,
+    closed: asyncio.Future[None],
+    file: str | None,
+    screenshot: str | None,
+    tab: str,
+) -> int:
+    from stockade.ui.main_window import AppTab
+
     window.show()
     opened = True
     if file:
-        if screenshot:
-            # Nobody can read a dialog offscreen: a failed open goes to stderr instead.
-            window.prompts.show_error = lambda title, text: print(  # type: ignore[method-assign]
-                f"stockade: {title}: {text}", file=sys.stderr
-            )
         opened = await window.open_file(Path(file))
     window.show_tab(AppTab(tab))
     if screenshot:
@@ -74,12 +78,9 @@ async def _run(window: object, file: str | None, screenshot: str | None, tab: st
     return 0
 
 
-async def _save_screenshot(window: object, path: Path) -> int:
+async def _save_screenshot(window: MainWindow, path: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
-    from stockade.ui.main_window import MainWindow
-
-    assert isinstance(window, MainWindow)
     window.prepare_screenshot()
     await window.refresh_keyring_status()  # so the status bar shows the answer, not "checking"
     # A few turns of the loop let layouts settle and the lazily drawn diagram build and fit.

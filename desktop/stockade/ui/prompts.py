@@ -8,6 +8,7 @@ event loop (and the assistant's stream) keeps running while a dialog is up. Test
 from __future__ import annotations
 
 import asyncio
+import sys
 from enum import StrEnum
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ class UnsavedChoice(StrEnum):
 class Prompts:
     """Real dialogs, window-modal over `parent`."""
 
-    def __init__(self, parent: QWidget) -> None:
+    def __init__(self, parent: QWidget | None) -> None:
         self._parent = parent
 
     async def choose_open_path(self, directory: str = "") -> str | None:
@@ -104,3 +105,16 @@ class Prompts:
         dialog.finished.connect(finished)
         dialog.open()
         return await future
+
+
+class StderrPrompts(Prompts):
+    """Screenshot mode: nobody can read a dialog offscreen, so messages go to stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def show_error(self, title: str, text: str) -> None:
+        print(f"stockade: {title}: {text}", file=sys.stderr)
+
+    def show_info(self, title: str, text: str) -> None:
+        print(f"stockade: {title}: {text}", file=sys.stderr)
