@@ -470,7 +470,7 @@ class AssistantController(QObject):
                     break
             if raw_final and final != raw_final and text.endswith(raw_final):
                 text = text[: len(text) - len(raw_final)] + final  # the output guard redacted
-            view.answer.set_markdown(text)
+            view.answer.set_markdown(text, exact=True)
             view.sync_calls(state.calls)
         self._sync_document()
         outcome = state.outcome

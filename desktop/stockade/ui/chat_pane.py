@@ -63,13 +63,15 @@ class _GrowingMarkdown(MarkdownView):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setFixedHeight(24)
 
-    def set_markdown(self, text: str) -> None:
-        super().set_markdown(text)
+    def set_markdown(self, text: str, *, exact: bool = False) -> None:
+        super().set_markdown(text, exact=exact)
         self._fit()
 
     def _fit(self) -> None:
         doc = self.document()
-        doc.setTextWidth(max(self.viewport().width(), 80))
+        width = max(self.viewport().width(), 80)
+        if doc.textWidth() != width:  # a new width re-lays out every block: only on resize
+            doc.setTextWidth(width)
         height = int(doc.size().height()) + 2 * self.frameWidth() + 6
         if height != self.height():
             self.setFixedHeight(max(height, 24))
