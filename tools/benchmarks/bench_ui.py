@@ -8,6 +8,7 @@ prints them.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -117,7 +118,27 @@ def run() -> list[dict[str, Any]]:
                 "ratio": round(median / target, 3),
             }
         )
+    rows.extend(_streaming_rows())
     return rows
+
+
+def _streaming_rows() -> list[dict[str, Any]]:
+    """The chat pane's streaming-drift figures (`ui_streaming.py`), when that module exists."""
+    path = Path(__file__).resolve().parent / "ui_streaming.py"
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location("stockade_bench_ui_streaming", path)
+    if spec is None or spec.loader is None:
+        return []
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        result: list[dict[str, Any]] = module.rows()
+    except RuntimeError as err:
+        # One failing figure must not hide the others; say so loudly on stderr.
+        print(f"ui streaming benchmark failed: {err}", file=sys.stderr)
+        return []
+    return result
 
 
 if __name__ == "__main__":

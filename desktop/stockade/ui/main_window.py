@@ -244,6 +244,7 @@ class MainWindow(QMainWindow):
 
     def prepare_screenshot(self) -> None:
         """Show something worth looking at: sections open and the most severe threat selected."""
+        self.assistant.start_screenshot_turn()  # assistant hook-up: --tab chat shows an approval
         document = self.open_document.document
         if document is None:
             return
