@@ -8,6 +8,7 @@ from stockade.ui.diagram_view import (
     BoundaryItem,
     ElementItem,
     FlowItem,
+    RelationshipItem,
     ShapeRole,
     element_look,
     layout_document,
@@ -157,3 +158,19 @@ def test_an_undone_add_removes_its_item(driver: WindowDriver) -> None:
     driver.window.open_document.undo()
     assert view.item_for("elements", result.new_id) is None
     assert len(view.scene().items()) == view.item_count
+
+
+def test_relationships_are_drawn_as_dashed_edges_and_select_in_the_tree(
+    driver: WindowDriver,
+) -> None:
+    assert driver.open(THF_FIXTURES / "architecture-canonical-full.thf")
+    document = driver.document
+    assert document.relationships
+    view = driver.window.diagram_view
+    relationship = document.relationships[0]
+    item = view.item_for("relationships", relationship.id)
+    assert isinstance(item, RelationshipItem) and item.dashed
+    driver.window.show_tab(AppTab.DIAGRAM)
+    driver.qtbot.waitUntil(lambda: view.is_drawn)
+    item.setSelected(True)  # what a click on the edge does
+    assert driver.window.tree_pane.selected_key == ("relationships", relationship.id)

@@ -35,6 +35,7 @@ from stockade.thf.model import (
     DataFlow,
     Element,
     MitigationStatus,
+    Relationship,
     Severity,
     ThreatModel,
     TrustBoundary,
@@ -48,6 +49,7 @@ BOUNDARY_PADDING = 30.0
 DETAIL_LOD = 0.45
 """Below this on-screen scale, items draw plain shapes: text would be unreadable and slow."""
 ZOOM_STEP = 1.25
+RELATIONSHIP_OFFSET = 12.0
 MIN_SCALE = 0.02
 MAX_SCALE = 8.0
 
@@ -279,12 +281,11 @@ def _edge_point(rect: QRectF, tx: float, ty: float) -> tuple[float, float]:
 class FlowItem(_EntityItem):
     section = "data_flows"
 
-    def __init__(self, flow: DataFlow, source: QRectF, target: QRectF) -> None:
+    dashed = False
+
+    def __init__(self, flow: DataFlow | Relationship, source: QRectF, target: QRectF) -> None:
         super().__init__(flow.id, flow, flow_signature(source, target))
-        if flow.flow_number is not None and flow.name:
-            self.label = f"{flow.flow_number}. {flow.name}"
-        else:
-            self.label = flow.name or flow.protocol or ""
+        self.label = self._label_for(flow)
         self.setZValue(1.0)
         self._loop = source == target
         if self._loop:
@@ -299,9 +300,15 @@ class FlowItem(_EntityItem):
             ty = target.y() + target.height() / 2
             self._start = _edge_point(source, tx, ty)
             self._end = _edge_point(target, sx, sy)
+            # Relationships sit beside any flow between the same pair, labelled nearer the
+            # source so the two labels do not cover each other.
+            along = 0.5
+            if self.dashed:
+                self._start, self._end = _shifted(self._start, self._end, RELATIONSHIP_OFFSET)
+                along = 0.3
             self._label_at = (
-                (self._start[0] + self._end[0]) / 2,
-                (self._start[1] + self._end[1]) / 2,
+                self._start[0] + (self._end[0] - self._start[0]) * along,
+                self._start[1] + (self._end[1] - self._start[1]) * along,
             )
         # Cheap, generous bounds now; the exact path, arrow and pick shape are built on first
         # paint, which for a 10k-flow model happens only for the flows on screen.
@@ -353,6 +360,8 @@ class FlowItem(_EntityItem):
         """Qt override: paint."""
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
         pen = self._pen(_FLOW_COLOR)
+        if self.dashed:
+            pen.setStyle(Qt.PenStyle.DashLine)
         painter.setPen(pen)
         if lod < DETAIL_LOD:
             painter.drawLine(QLineF(*self._start, *self._end))
@@ -369,6 +378,36 @@ class FlowItem(_EntityItem):
             painter.setPen(QPen(QColor("#1e293b")))
             painter.setFont(_SMALL_FONT)
             painter.drawText(label_rect, _ALIGN_CENTER, self.label)
+
+
+    @staticmethod
+    def _label_for(flow: Any) -> str:
+        if flow.flow_number is not None and flow.name:
+            return f"{flow.flow_number}. {flow.name}"
+        return str(flow.name or flow.protocol or "")
+
+
+class RelationshipItem(FlowItem):
+    """A non-data architecture edge (depends on, deploys to): dashed, never STRIDE-analysed."""
+
+    section = "relationships"
+    dashed = True
+
+    @staticmethod
+    def _label_for(flow: Any) -> str:
+        return str(flow.name or flow.type.replace("_", " "))
+
+
+def _shifted(
+    start: tuple[float, float], end: tuple[float, float], offset: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The segment moved sideways by `offset`, so it does not hide a flow between the same pair."""
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    length = math.hypot(dx, dy)
+    if length == 0:
+        return start, end
+    nx, ny = -dy / length * offset, dx / length * offset
+    return (start[0] + nx, start[1] + ny), (end[0] + nx, end[1] + ny)
 
 
 def _arrow_head(line: QLineF) -> QPolygonF:
@@ -483,7 +522,7 @@ def layout_document(document: ThreatModel) -> DiagramLayout:
 
 
 def _has_drawn_entity(document: ThreatModel, section: str, entity_id: str) -> bool:
-    if section not in ("elements", "data_flows", "trust_boundaries"):
+    if section not in ("elements", "data_flows", "relationships", "trust_boundaries"):
         return False
     return any(e.id == entity_id for e in getattr(document, section))
 
@@ -715,6 +754,11 @@ class DiagramView(QGraphicsView):
             target = layout.elements.get(flow.to)
             if source is not None and target is not None:
                 self._add(FlowItem(flow, source, target))
+        for relationship in document.relationships:
+            source = layout.elements.get(relationship.from_)
+            target = layout.elements.get(relationship.to)
+            if source is not None and target is not None:
+                self._add(RelationshipItem(relationship, source, target))
         scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         scene.setSceneRect(scene.itemsBoundingRect().adjusted(-200.0, -200.0, 200.0, 200.0))
 
@@ -752,6 +796,14 @@ class DiagramView(QGraphicsView):
                 self._keep_or_add(
                     previous, "data_flows", flow, flow_signature(source, target),
                     partial(FlowItem, flow, source, target),
+                )
+        for relationship in document.relationships:
+            source = layout.elements.get(relationship.from_)
+            target = layout.elements.get(relationship.to)
+            if source is not None and target is not None:
+                self._keep_or_add(
+                    previous, "relationships", relationship, flow_signature(source, target),
+                    partial(RelationshipItem, relationship, source, target),
                 )
         for gone in previous.values():
             self._scene.removeItem(gone)
