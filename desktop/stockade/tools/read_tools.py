@@ -4,6 +4,10 @@ Every document- or catalog-derived string is sanitized, capped in code points an
 before it enters a result; lists are capped with a `<field>_total` sibling; bodies never
 exceed `READ_RESULT_MAX_BYTES` and pages say why they stopped. Failures are a closed set of
 authored messages and are not fenced. Read tools never return a document.
+
+Lookups that would scan whole sections (an id's position, the flows, boundaries and threats
+connected to an entity, referrers, lower-cased search text) come from per-section tables
+built once per section list (`document_index`); results are the same as a scan's.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter, indexOf
+from operator import attrgetter
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
@@ -28,6 +32,7 @@ from stockade.thf.model import (
     ThreatModel,
 )
 from stockade.tools.canonical import canonical_json
+from stockade.tools.document_index import section_index
 from stockade.tools.registry import DefinedTool, define_tool
 from stockade.tools.runtime import ToolContext, ToolEffect, ToolFailed, ToolOk, ToolOutcome
 from stockade.tools.schema import IdText, StrictInput
@@ -300,26 +305,6 @@ def compact_projection(kind: str, entity: Any, scalar_cap: int = SCALAR_MAX_CODE
     return p.done(_compact_into(kind, entity, p))
 
 
-_FLOW_ENDS = attrgetter("to", "from_", "id")
-_THREAT_ELEMENT = attrgetter("element", "id")
-_THREAT_FLOW = attrgetter("flow", "id")
-
-
-class _IdCollector:
-    """First `LIST_MAX_ITEMS` ids plus a full count, so one pass covers any section size."""
-
-    __slots__ = ("count", "ids")
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.count = 0
-
-    def add(self, entity_id: str) -> None:
-        if self.count < LIST_MAX_ITEMS:
-            self.ids.append(entity_id)
-        self.count += 1
-
-
 def full_projection(kind: str, entity: Any, document: ThreatModel) -> dict[str, Any]:
     """The complete form `get_entity` returns: compact fields, texts, lists and derived ids."""
     p = _Projector()
@@ -333,32 +318,17 @@ def full_projection(kind: str, entity: Any, document: ThreatModel) -> dict[str, 
         p.lst(out, "technologies", element.technologies)
         p.lst(out, "tags", element.tags)
         p.lst(out, "stores", element.stores)
-        element_id = element.id  # a local: pydantic attribute reads cost more in 75,000-flow loops
-        incoming, outgoing, boundaries, threats = (_IdCollector() for _ in range(4))
-        for to, source, flow_id in map(_FLOW_ENDS, document.data_flows):
-            if to == element_id:
-                incoming.add(flow_id)
-            if source == element_id:
-                outgoing.add(flow_id)
-        for boundary in document.trust_boundaries:
-            if element_id in boundary.contains:
-                boundaries.add(boundary.id)
-        for target, threat_id in map(_THREAT_ELEMENT, document.threats):
-            if target == element_id:
-                threats.add(threat_id)
-        p.lst(out, "incoming_flow_ids", incoming.ids, incoming.count)
-        p.lst(out, "outgoing_flow_ids", outgoing.ids, outgoing.count)
-        p.lst(out, "trust_boundary_ids", boundaries.ids, boundaries.count)
-        p.lst(out, "threat_ids", threats.ids, threats.count)
+        element_id = element.id
+        flows = section_index(document, "data_flows")
+        p.lst(out, "incoming_flow_ids", flows.ids_where("to", element_id))
+        p.lst(out, "outgoing_flow_ids", flows.ids_where("from_", element_id))
+        boundaries = section_index(document, "trust_boundaries")
+        p.lst(out, "trust_boundary_ids", boundaries.ids_containing("contains", element_id))
+        p.lst(out, "threat_ids", section_index(document, "threats").ids_where("element", element_id))
     elif kind == "data_flows":
         data_flow: DataFlow = entity
         p.lst(out, "data", data_flow.data)
-        flow_threats = _IdCollector()
-        flow_id = data_flow.id
-        for target, threat_id in map(_THREAT_FLOW, document.threats):
-            if target == flow_id:
-                flow_threats.add(threat_id)
-        p.lst(out, "threat_ids", flow_threats.ids, flow_threats.count)
+        p.lst(out, "threat_ids", section_index(document, "threats").ids_where("flow", data_flow.id))
     elif kind == "trust_boundaries":
         p.lst(out, "contains", entity.contains)
     elif kind == "threats":
@@ -462,7 +432,6 @@ def paginate(
 _SEVERITY_OF = attrgetter("severity")
 _CATEGORY_OF = attrgetter("category")
 _MITIGATION_OF = attrgetter("mitigation")
-_ID_OF = attrgetter("id")
 _SEVERITY_ORDER = tuple(s.value for s in Severity)
 _CATEGORY_ORDER = tuple(c.value for c in StrideCategory)
 _STATUS_ORDER = (*(m.value for m in MitigationStatus), NO_MITIGATION)
@@ -509,22 +478,13 @@ def document_summary(document: ThreatModel) -> dict[str, Any]:
     }
 
 
-def find_index(section: Sequence[Any], entity_id: str) -> int:
-    """Position of the first entity whose id is exactly `entity_id`, else -1."""
-    try:
-        # A C-level getter searched in C (no list built) is several times faster than a loop.
-        return indexOf(map(_ID_OF, section), entity_id)
-    except ValueError:
-        return -1
-
-
 def get_entity_result(document: ThreatModel, kind: str, entity_id: str) -> str | ReadError:
     """Fenced result of `get_entity`, or `unknown_id` / `entity_too_large`."""
     section: Sequence[Any] = getattr(document, kind)
-    index = find_index(section, entity_id)
-    if index < 0:
+    position = section_index(document, kind).position(entity_id)
+    if position < 0:
         return ReadError(ReadFailure.UNKNOWN_ID, unknown_id_message(kind, entity_id, len(section)))
-    entity = section[index]
+    entity = section[position]
     payload = {"kind": kind, "entity": full_projection(kind, entity, document), "tool": "get_entity"}
     size = len(canonical_json(payload).encode("utf-8"))
     if size > READ_RESULT_MAX_BYTES:
@@ -532,57 +492,26 @@ def get_entity_result(document: ThreatModel, kind: str, entity_id: str) -> str |
     return envelope(payload)
 
 
-_TEXT_FIELDS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
-    "elements": attrgetter("id", "name", "type", "subtype", "trust_zone", "description"),
-    "data_flows": attrgetter("id", "name", "protocol", "from_", "to"),
-    "trust_boundaries": attrgetter("id", "name"),
-    "threats": attrgetter("id", "title", "category", "severity", "description"),
-    "layers": attrgetter("id", "name", "description"),
-    "groups": attrgetter("id", "name", "type", "description"),
-    "relationships": attrgetter("id", "type", "name", "description"),
-    "diagrams": attrgetter("id", "name", "kind", "description"),
-}
-"""Fields the `text` filter reads, in haystack order (list fields follow, see `_haystack`)."""
-
-_ELEMENT_LISTS = attrgetter("technologies", "tags", "stores")
-
-
-def _haystack(kind: str, entity: Any) -> str:
-    """The lowercased text the `text` filter searches, one field per line."""
-    parts = [p for p in _TEXT_FIELDS[kind](entity) if p is not None]
-    if kind == "elements":
-        for values in _ELEMENT_LISTS(entity):
-            if values:
-                parts += values
-    elif kind == "data_flows":
-        parts += entity.data
-    elif kind == "threats" and entity.mitigation is not None:
-        parts.append(entity.mitigation.description)
-    return "\n".join(parts).lower()
-
-
-def _refers(kind: str, entity: Any, ref: str) -> bool:
-    if kind == "elements":
-        return bool(entity.layer == ref or entity.group == ref)
-    if kind in ("data_flows", "relationships"):
-        return bool(entity.from_ == ref or entity.to == ref)
-    if kind == "trust_boundaries":
-        return ref in entity.contains
-    if kind == "threats":
-        return bool(entity.element == ref or entity.flow == ref)
-    if kind == "groups":
-        return bool(entity.parent == ref)
-    return False
-
-
-def _matcher(kind: str, query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
-    checks: list[Callable[[Any], bool]] = []
+def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:
+    """Positions passing the `text` and `references` filters (from the section's tables), or
+    None if neither is given."""
+    index = section_index(document, kind)
+    positions: list[int] | None = None
+    if query.references is not None:
+        positions = index.referrers(query.references)
     if query.text is not None:
         needle = query.text.lower()
-        checks.append(lambda e: needle in _haystack(kind, e))
-    if query.references is not None:
-        ref = query.references
-        checks.append(lambda e: _refers(kind, e, ref))
+        haystacks = index.haystacks()
+        if positions is None:
+            positions = [i for i, text in enumerate(haystacks) if needle in text]
+        else:
+            positions = [i for i in positions if needle in haystacks[i]]
+    return positions
+
+
+def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
+    """The filters other than `text` and `references`, which read the entity itself."""
+    checks: list[Callable[[Any], bool]] = []
     if query.element_type is not None:
         element_type = query.element_type
         checks.append(lambda e: e.type == element_type)
@@ -620,8 +549,14 @@ def search_entities_result(document: ThreatModel, query: SearchEntitiesInput) ->
         if name in given and name not in applicable:
             return ReadError(ReadFailure.INVALID_FILTER, invalid_filter_message(name, kind))
     section: Sequence[Any] = getattr(document, kind)
-    match = _matcher(kind, query)
-    matches = section if match is None else [e for e in section if match(e)]
+    positions = _candidates(document, kind, query)
+    match = _matcher(query)
+    matches: Sequence[Any]
+    if positions is None:
+        matches = section if match is None else [e for e in section if match(e)]
+    else:
+        picked = [section[i] for i in positions]
+        matches = picked if match is None else [e for e in picked if match(e)]
     offset = query.offset or 0
     if matches and offset >= len(matches):
         return ReadError(
