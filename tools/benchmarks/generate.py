@@ -99,7 +99,9 @@ def generate_model(n_elements: int, seed: int = 0) -> ThreatModel:
     boundaries = []
     per_boundary = max(1, n_elements // n_boundaries)
     for i in range(n_boundaries):
-        members = [f"comp-{j}" for j in range(i * per_boundary, min(n_elements, (i + 1) * per_boundary), 3)]
+        members = [
+            f"comp-{j}" for j in range(i * per_boundary, min(n_elements, (i + 1) * per_boundary), 3)
+        ]
         boundaries.append(
             TrustBoundary(
                 id=f"boundary-{i}",

@@ -229,7 +229,8 @@ def test_reading_never_undoes_someone_elses_frozen_objects() -> None:
     try:
         frozen = gc.get_freeze_count()
         read_file(fixture_path("v1.0-canonical-full.thf"))
-        assert gc.get_freeze_count() == frozen
+        # Frozen objects may be freed meanwhile; an unfreeze would drop the count to zero.
+        assert gc.get_freeze_count() > frozen // 2
     finally:
         gc.unfreeze()
     del keep
