@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 
 from stockade.governance.pricebook import PriceBookError
@@ -70,6 +71,7 @@ NO_DOCUMENT_TEXT = "Open or create a threat model first."
 UNSAVED_PARK_TEXT = ("Save the document first: a turn can only wait for later on a document "
                      "that is saved in a file.")
 FAILED_TEXT = "The assistant could not finish this turn."
+SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
 
 
 class GovernanceWorker:
@@ -175,6 +177,7 @@ class AssistantController(QObject):
         self._looping = False
         self._closed = False
         self.ready = False
+        self._chat_shown = False
         """Settings and the keyring state have been loaded (tests wait for this)."""
         self._render_timer = QTimer(self)
         self._render_timer.setObjectName("chatRenderTimer")
@@ -238,9 +241,62 @@ class AssistantController(QObject):
         return self.window.spawn(coro)
 
     def show_chat(self) -> None:
+        self._chat_shown = True
         self.dock.show()
         self.dock.raise_()
+        self.window.resizeDocks([self.dock], [460], Qt.Orientation.Horizontal)
         self.pane.prompt_edit.setFocus()
+
+    def start_screenshot_turn(self) -> None:
+        """`--screenshot … --tab chat`: an offline review turn, stopped at its approval dialog.
+
+        The screenshot is taken right after this returns, so the turn runs to its first rest
+        point synchronously, on a helper thread with its own event loop (the window's loop is
+        busy running the screenshot). It is a real governed turn (audited, metered at zero
+        cost); the dialog is placed inside the window because the grab sees the window only.
+        """
+        history = self.window.open_document.history
+        if not self._chat_shown or history is None or self.turn_live:
+            return
+        self.pane.set_choices(model_choices(), "offline", "stride-rules")
+        document_path = self._document_path() or "unsaved"
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            async def turn() -> None:
+                gov = open_governance(recover=False)
+                session = AssistantSession.create(
+                    gov, document_session=history, document_path=document_path,
+                    provider=self.make_provider("offline", "stride-rules", None, history),
+                    provider_name="offline", model="stride-rules",
+                    limits=self.settings.turn_limits(), budgets=self.settings.credits.budgets(),
+                    guard_policy=self.settings.guard_policy, approve=ApprovePolicy.MANUAL)
+                state = await session.start(SCREENSHOT_PROMPT)
+                outcome["state"] = state
+                outcome["views"] = await pending_views(state.pending_calls(), history.document)
+
+            try:
+                asyncio.run(turn())
+            except Exception as exc:  # the screenshot then shows the pane without a dialog
+                outcome["error"] = exc
+
+        helper = threading.Thread(target=work, name="stockade-screenshot-turn")
+        helper.start()
+        helper.join(60)
+        state = outcome.get("state")
+        if not isinstance(state, TurnState):
+            log.info("the screenshot turn did not run: %r", outcome.get("error"))
+            return
+        self._base_count = 0
+        self._view = self.pane.begin_turn(SCREENSHOT_PROMPT)
+        self._render(state)
+        views = outcome.get("views") or []
+        if state.phase is TurnPhase.AWAITING_APPROVAL and views:
+            self.pane.set_pending(len(views))
+            dialog = ApprovalDialog(views, self.window)
+            self._embed_for_screenshot(dialog)
+            dialog.show()
+            self.dialog = dialog
 
     async def _load_settings(self) -> None:
         try:
@@ -331,11 +387,24 @@ class AssistantController(QObject):
         """Start a governed turn on the open document with the pane's provider and model."""
         if self.turn_live or self._looping:
             return
-        history = self.window.open_document.history
-        if history is None:
+        if self.window.open_document.history is None:
             self.pane.set_error(NO_DOCUMENT_TEXT)
             return
+        self._looping = True
+        try:
+            await self._send(prompt)
+        finally:
+            self._looping = False
+
+    async def _send(self, prompt: str) -> None:
         install_asyncgen_hooks()
+        self.pane.set_busy(True)
+        # The provider SDKs take seconds to import: never on the UI thread.
+        await self.worker.run(_import_providers)
+        history = self.window.open_document.history
+        if history is None or self._closed:
+            self.pane.set_busy(False)
+            return
         provider_name, model = self.pane.selection()
         settings = self.settings
         base_url = settings.local_base_url if provider_name == "local" else None
@@ -351,25 +420,21 @@ class AssistantController(QObject):
                 guard_policy=settings.guard_policy, approve=ApprovePolicy.MANUAL,
                 on_state=self._on_runner_state, base_url=base_url)
         except (ValueError, PriceBookError, StoreError) as exc:
+            self.pane.set_busy(False)
             self.pane.set_error(str(exc))
             return
         self.session = session
         self._base_count = len(self._conversation)
         self._seen_document = history.document
         self._view = self.pane.begin_turn(prompt)
-        self.pane.set_busy(True)
         self.pane.set_undo_enabled(False)
         self.pane.set_usage("")
-        self._looping = True
         try:
-            try:
-                state = await session.start(prompt, self._conversation)
-            except (StoreError, OSError) as exc:
-                self._fail_outside_turn(str(exc))
-                return
-            await self._continue(session, state)
-        finally:
-            self._looping = False
+            state = await session.start(prompt, self._conversation)
+        except (StoreError, OSError) as exc:
+            self._fail_outside_turn(str(exc))
+            return
+        await self._continue(session, state)
 
     def _fail_outside_turn(self, message: str) -> None:
         self.pane.set_error(f"The turn could not start: {message}")
@@ -442,6 +507,18 @@ class AssistantController(QObject):
         finally:
             self.dialog = None
             dialog.deleteLater()
+
+    def _embed_for_screenshot(self, dialog: ApprovalDialog) -> None:
+        dialog.setParent(self.window, Qt.WindowType.Widget)
+        dialog.setStyleSheet("#approvalDialog { background-color: palette(window); "
+                             "border: 2px solid #6b7280; }")
+        dialog.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        central = self.window.centralWidget()
+        area = central.geometry() if central is not None else self.window.rect()
+        width, height = min(640, area.width() - 40), min(600, area.height() - 40)
+        dialog.setGeometry(area.x() + (area.width() - width) // 2,
+                           area.y() + (area.height() - height) // 2, width, height)
+        dialog.raise_()
 
     async def _apply(self, session: AssistantSession, steps: tuple[ApprovalStep, ...]) -> TurnState:
         state = session.state
@@ -749,6 +826,7 @@ class AssistantController(QObject):
         if not self._adopt_snapshot_document(history, snapshot):
             return
         install_asyncgen_hooks()
+        await self.worker.run(_import_providers)
         provider_name = str(snapshot.get("provider_name", ""))
         model = str(snapshot.get("model", ""))
         self._base_count = int(snapshot.get("base_count", 0))
@@ -801,6 +879,10 @@ class AssistantController(QObject):
 
         viewer = AuditViewer(self.worker, self.window, self._spawn)
         await viewer.ask()
+
+
+def _import_providers() -> None:
+    import stockade.providers.factory  # noqa: F401
 
 
 def _decision(run_id: str, call_id: str, approve: bool,
