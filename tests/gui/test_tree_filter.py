@@ -70,3 +70,26 @@ def test_clearing_the_filter_shows_everything_again(driver: WindowDriver) -> Non
     pane.apply_filter()
     assert pane.model.section_count("elements") == (5, 5)
     assert pane.model.section_label("threats") == "Threats (3)"
+
+
+def test_picking_a_filtered_out_entity_in_the_diagram_still_shows_its_details(
+    driver: WindowDriver,
+) -> None:
+    _open(driver)
+    pane = driver.window.tree_pane
+    pane.view.setCurrentIndex(pane.model.index_for_entity("elements", "stripe-api"))
+    pane.filter_text.setText("stripe")
+    pane.apply_filter()
+    assert pane.view.selectionModel().hasSelection()
+    assert not pane.model.index_for_entity("elements", "payment-db").isValid()
+    view = driver.window.diagram_view
+    item = view.item_for("elements", "payment-db")
+    assert item is not None
+    view.scene().clearSelection()  # a click selects only the item clicked
+    item.setSelected(True)
+    assert driver.window.detail_pane.shown == ("elements", "payment-db")
+    assert not pane.view.selectionModel().hasSelection()
+    # Clearing the filter brings the picked entity back, selected.
+    pane.filter_text.clear()
+    pane.apply_filter()
+    assert pane.model.key_for_index(pane.view.currentIndex()) == ("elements", "payment-db")

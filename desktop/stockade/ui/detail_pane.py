@@ -174,7 +174,9 @@ class DetailPane(QWidget):
         layout.addLayout(self.form)
         layout.addLayout(buttons)
         layout.addWidget(self.error_label)
-        layout.addWidget(QLabel("All fields (read-only)", self))
+        fields_label = QLabel("All fields (read-only)", self)
+        fields_label.setObjectName("detailFieldsLabel")
+        layout.addWidget(fields_label)
         layout.addWidget(self.fields, 1)
 
         self.apply_button.clicked.connect(self.apply_changes)

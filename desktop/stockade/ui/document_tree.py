@@ -576,6 +576,14 @@ class DocumentTreePane(QWidget):
         """Select an entity's row (without re-emitting `entitySelected`); False if not shown."""
         index = self.model.index_for_entity(section, entity_id)
         if not index.isValid():
+            # Hidden by the filter: show no stale row as selected, and re-select it once the
+            # filter lets it back in.
+            self._suppress_selection_signal = True
+            try:
+                self.view.selectionModel().clear()
+            finally:
+                self._suppress_selection_signal = False
+            self._selected = (section, entity_id)
             return False
         self._suppress_selection_signal = True
         try:

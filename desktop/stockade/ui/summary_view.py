@@ -109,12 +109,9 @@ class SummaryView(QWidget):
         self.urgent.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.urgent.cellClicked.connect(self._on_urgent_cellClicked)
 
-        matrix_box = QGroupBox("Threats by STRIDE category and severity", self)
-        QVBoxLayout(matrix_box).addWidget(self.matrix)
-        status_box = QGroupBox("Mitigation status", self)
-        QVBoxLayout(status_box).addWidget(self.statuses)
-        urgent_box = QGroupBox("Unmitigated critical and high threats", self)
-        QVBoxLayout(urgent_box).addWidget(self.urgent)
+        matrix_box = self._box("summaryMatrixBox", "Threats by STRIDE category and severity", self.matrix)
+        status_box = self._box("summaryStatusBox", "Mitigation status", self.statuses)
+        urgent_box = self._box("summaryUnmitigatedBox", "Unmitigated critical and high threats", self.urgent)
 
         top = QHBoxLayout()
         top.addWidget(matrix_box, 3)
@@ -125,6 +122,12 @@ class SummaryView(QWidget):
         layout.addWidget(urgent_box)
         self.summary: ThreatSummary | None = None
         self._stale = False
+
+    def _box(self, name: str, title: str, content: QWidget) -> QGroupBox:
+        box = QGroupBox(title, self)
+        box.setObjectName(name)
+        QVBoxLayout(box).addWidget(content)
+        return box
 
     def set_document(self, document: ThreatModel | None) -> None:
         """Recount now; the tables are refilled when the tab is (or next becomes) visible."""
