@@ -184,6 +184,11 @@ class AssistantController(QObject):
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self._on_render_timer_timeout)
+        self._save_timer = QTimer(self)
+        self._save_timer.setObjectName("chatSettingsSaveTimer")
+        self._save_timer.setSingleShot(True)
+        self._save_timer.setInterval(400)
+        self._save_timer.timeout.connect(self._on_save_timer_timeout)
 
         from stockade.ui.main_window import AppTab
 
@@ -362,7 +367,12 @@ class AssistantController(QObject):
             models[provider] = model
         updated = self.settings.model_copy(update={"provider": provider, "models": models})
         if updated != self.settings:
-            self._spawn(self.save_settings(updated))
+            self.settings = updated
+            self._save_timer.start()  # typing a local model name saves once, not per key
+
+    def _on_save_timer_timeout(self) -> None:
+        if not self._closed:
+            self._spawn(self.save_settings(self.settings))
 
     def _document_path(self) -> str | None:
         path = self.window.open_document.path
@@ -395,6 +405,8 @@ class AssistantController(QObject):
             await self._send(prompt)
         finally:
             self._looping = False
+            if not self.turn_live and not self._closed:
+                self.pane.set_busy(False)  # even after an unexpected error: never stuck busy
 
     async def _send(self, prompt: str) -> None:
         install_asyncgen_hooks()
@@ -674,6 +686,12 @@ class AssistantController(QObject):
             return
         self._closed = True
         self._render_timer.stop()
+        if self._save_timer.isActive():
+            self._save_timer.stop()
+            try:
+                save_settings(self.settings)  # closing: the last picker change is kept
+            except OSError:
+                log.info("the last model choice could not be saved")
         session = self.session
         if self.dialog is not None:
             self.dialog.dismiss()
@@ -722,6 +740,11 @@ class AssistantController(QObject):
     def _on_document_documentChanged(self) -> None:
         self._seen_document = self.window.open_document.document
         self._refresh_undo()
+        session = self.session
+        if self._view is not None and session is not None and not session.parked and \
+                session.state.phase is TurnPhase.SETTLED:
+            # Edit > Redo can bring an undone turn back: show its calls as done again.
+            self._view.sync_calls(session.state.calls, redone=self.turn_undoable())
 
     async def refresh_parked(self) -> list[dict[str, Any]]:
         """Re-read the parked runs of the open document and show them in the pane."""

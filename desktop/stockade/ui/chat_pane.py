@@ -108,7 +108,8 @@ class TurnView(QFrame):
         layout.addWidget(self.outcome_label)
         self.cards: dict[str, ToolCallCard] = {}
 
-    def sync_calls(self, calls: Sequence[CallRecord], *, undone: bool = False) -> None:
+    def sync_calls(self, calls: Sequence[CallRecord], *, undone: bool = False,
+                   redone: bool = False) -> None:
         for call in calls:
             card = self.cards.get(call.id)
             if card is None:
@@ -119,6 +120,8 @@ class TurnView(QFrame):
             status = call.status.value
             if undone and status == "succeeded":
                 status = "undone"
+            elif redone and status == "undone":
+                status = "succeeded"
             card.set_status(status)
 
     def set_outcome(self, text: str | None) -> None:

@@ -1,0 +1,151 @@
+"""Chat pane controls: review a waiting turn later, stop it, redo, follow-up turns, the picker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stockade.settings import settings_path
+from tests.gui.chat_helpers import (
+    MODEL,
+    assistant,
+    card_statuses,
+    choose,
+    copy_fixture,
+    send,
+    threat_update,
+    use_fake_server,
+    wait_dialog,
+    wait_settled,
+)
+from tests.gui.conftest import WindowDriver
+from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        use_fake_server(monkeypatch, fake)
+        yield fake
+
+
+def _one_edit() -> bytes:
+    return anthropic_sse(tool_calls=[threat_update("toolu_1", "threat-1", severity="low")])
+
+
+def test_a_closed_dialog_leaves_the_turn_waiting_and_review_reopens_it(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    server.script([Reply.sse(_one_edit()), Reply.sse(anthropic_sse(text="Lowered it."))])
+    assert driver.open(copy_fixture(tmp_path))
+    controller = assistant(driver)
+    choose(controller)
+    send(driver, controller, "lower threat-1")
+    wait_dialog(driver, controller).reject()
+    driver.qtbot.waitUntil(controller.pane.review_button.isVisible, timeout=3000)
+    assert controller.pane.stop_button.isEnabled()
+    assert not controller.pane.send_button.isEnabled()
+
+    controller.pane.review_button.click()
+    dialog = wait_dialog(driver, controller)
+    dialog.rows["toolu_1"].approve_button.click()
+    wait_settled(driver, controller)
+    assert next(t for t in driver.document.threats if t.id == "threat-1").severity.value == "low"
+    assert not controller.pane.review_button.isVisible()
+
+
+def test_stop_while_a_turn_waits_without_its_dialog_cancels_it_quietly(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    server.script([Reply.sse(_one_edit())])
+    assert driver.open(copy_fixture(tmp_path))
+    before = driver.document
+    controller = assistant(driver)
+    choose(controller)
+    send(driver, controller, "lower threat-1")
+    wait_dialog(driver, controller).reject()
+    driver.qtbot.waitUntil(controller.pane.review_button.isVisible, timeout=3000)
+    controller.pane.stop_button.click()
+    wait_settled(driver, controller)
+    assert controller.session is not None and controller.session.finished
+    assert card_statuses(controller) == {"toolu_1": "denied"}
+    assert "Stopped" in controller.pane.notice_label.text()
+    assert not controller.pane.error_label.isVisible()
+    assert driver.document is before
+
+
+def test_redo_after_undoing_a_turn_shows_its_calls_done_again(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    server.script([Reply.sse(_one_edit()), Reply.sse(anthropic_sse(text="Done."))])
+    assert driver.open(copy_fixture(tmp_path))
+    controller = assistant(driver)
+    choose(controller)
+    send(driver, controller, "lower threat-1")
+    wait_dialog(driver, controller).rows["toolu_1"].approve_button.click()
+    wait_settled(driver, controller)
+    edited = driver.document
+
+    driver.window.undo_action.trigger()
+    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone", timeout=3000)
+    driver.window.redo_action.trigger()
+    assert driver.document is edited
+    assert card_statuses(controller)["toolu_1"] == "succeeded"
+    assert controller.pane.undo_turn_button.isEnabled()
+
+
+def test_a_follow_up_turn_sends_the_earlier_conversation(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    server.script([Reply.sse(anthropic_sse(text="First answer.")),
+                   Reply.sse(anthropic_sse(text="Second answer."))])
+    assert driver.open(copy_fixture(tmp_path))
+    controller = assistant(driver)
+    choose(controller)
+    send(driver, controller, "first question")
+    wait_settled(driver, controller)
+    first_session = controller.session
+    send(driver, controller, "second question")
+    driver.qtbot.waitUntil(lambda: controller.session is not first_session, timeout=3000)
+    wait_settled(driver, controller)
+
+    sent = json.dumps(server.requests[1].body["messages"])
+    assert "first question" in sent and "First answer." in sent and "second question" in sent
+    assert len(controller.pane.turns) == 2
+    assert "Second answer." in controller.pane.turns[1].answer.toPlainText()
+    assert "Second answer." not in controller.pane.turns[0].answer.toPlainText()
+
+
+def test_the_provider_and_model_picked_in_the_pane_are_saved_for_next_time(
+    driver: WindowDriver,
+) -> None:
+    controller = assistant(driver)
+    pane = controller.pane
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("anthropic"))
+    index = pane.model_combo.findData(MODEL)
+    pane.model_combo.setCurrentIndex(index)
+    pane.model_combo.activated.emit(index)
+    driver.qtbot.waitUntil(settings_path().exists, timeout=3000)
+    saved = json.loads(settings_path().read_text(encoding="utf-8"))
+    assert saved["provider"] == "anthropic"
+    assert saved["models"]["anthropic"] == MODEL
+
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("local"))
+    assert pane.model_combo.isEditable()
+    pane.model_combo.setEditText("qwen3-coder")
+    driver.qtbot.waitUntil(
+        lambda: json.loads(settings_path().read_text(encoding="utf-8"))["models"]["local"]
+        == "qwen3-coder", timeout=3000)
+    assert pane.selection() == ("local", "qwen3-coder")
+
+
+def test_sending_without_a_document_says_so_in_one_line(driver: WindowDriver) -> None:
+    controller = assistant(driver)
+    controller.pane.prompt_edit.setPlainText("hello")
+    controller.pane.send_button.click()
+    driver.qtbot.waitUntil(controller.pane.error_label.isVisible, timeout=3000)
+    assert controller.pane.error_label.text() == "Open or create a threat model first."
+    assert controller.session is None
