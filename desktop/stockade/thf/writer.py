@@ -357,7 +357,6 @@ def _string_style(value: str, *, simple_key: bool) -> str:
 
 _BREAKS = frozenset("\r\n\x85\u2028\u2029")
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
-_FLOW_INDICATORS = frozenset(",?[]{}")
 
 
 def _printable(ch: str) -> bool:
@@ -581,9 +580,20 @@ def _existing_mode(target: Path) -> int:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:
         # A new file gets the usual permissions for this user (mkstemp's own are 0600).
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_current_umask()
+
+
+def _current_umask() -> int:
+    # Reading the umask with os.umask() means setting it for a moment, which races with
+    # other threads creating files; Linux reports it read-only instead.
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
