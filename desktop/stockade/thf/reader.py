@@ -29,7 +29,7 @@ from stockade.thf.sidecar import merge_sidecar_layouts
 from stockade.thf.validate import validate_document
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest file the reader accepts (a 10k-element model is about 6 MB)."""
+"""Largest file the reader accepts (a 10k-element model is about 6-8 MB)."""
 
 # Writers never emit anchors; these bounds only need to admit hand-written reuse.
 _ALIAS_LIMITS = yaml_rs.AliasLimits(
