@@ -85,6 +85,21 @@ class ThfError(Exception):
     def __repr__(self) -> str:
         return f"ThfError({self.code.value!r}, {self.message!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps every field when the error crosses a process boundary (pickling).
+        return (
+            _rebuild_thf_error,
+            (
+                self.code.value,
+                self.message,
+                self.section,
+                self.id,
+                self.field,
+                self.reference,
+                self.valid_ids,
+            ),
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The error as a JSON-ready dict (CLI `--json`, tool results)."""
         return {
@@ -148,6 +163,26 @@ class ThfError(Exception):
         )
 
 
+def _rebuild_thf_error(
+    code: str,
+    message: str,
+    section: str | None,
+    id: str | None,
+    field: str | None,
+    reference: str | None,
+    valid_ids: tuple[str, ...],
+) -> ThfError:
+    return ThfError(
+        ThfErrorCode(code),
+        message,
+        section=section,
+        id=id,
+        field=field,
+        reference=reference,
+        valid_ids=valid_ids,
+    )
+
+
 class SaveError(Exception):
     """A save that did not happen; the original file is untouched. `str(err)` is the message."""
 
@@ -158,3 +193,10 @@ class SaveError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_save_error, (self.message, self.reason))
+
+
+def _rebuild_save_error(message: str, reason: str) -> SaveError:
+    return SaveError(message, reason=reason)
