@@ -1,13 +1,16 @@
 """Smoke test of the packaged build: run dist/stockade/stockade from a clean temporary folder.
 
 Run by `packaging/smoke`, inside a private D-Bus session with an unlocked GNOME Keyring, so
-the bundle's Secret Service backend is what keeps the snapshot key of the parked run.
+the bundle's Secret Service backend is what keeps the snapshot key of the parked run, as on a
+desktop. A second turn runs as on a headless server: no D-Bus, no keyring, the snapshot key
+given in STOCKADE_SNAPSHOT_KEY.
 Every step must exit with the expected code and leave its output; the first failure stops
 the run with a clear message and a non-zero exit.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -123,14 +126,16 @@ def pending_ids(summary: dict[str, Any]) -> list[str]:
     return [str(call["id"]) for call in summary.get("pending", [])]
 
 
-def governed_turn(smoke: Smoke, model: Path) -> tuple[str, int, int]:
-    """assist parks (exit 3); approve every pending call; resume until it completes.
+def governed_turn(smoke: Smoke, model: Path, *extra: str,
+                  finish: str = "completed") -> tuple[str, int, int]:
+    """assist parks (exit 3); approve every pending call; resume until the run finishes
+    with outcome `finish`.
 
     Returns the run id, how many calls were approved and how many resume rounds it took.
     """
     parked = smoke.run_json(
         "assist (parks)", "assist", model.name, "--provider", "offline", "--prompt",
-        "Review this model and propose missing STRIDE threats.", "--write", expect=3,
+        "Review this model and propose missing STRIDE threats.", "--write", *extra, expect=3,
     )
     run_id = str(parked["run_id"])
     require(parked["outcome"] == "parked", f"assist: outcome {parked['outcome']}, not parked")
@@ -154,13 +159,58 @@ def governed_turn(smoke: Smoke, model: Path) -> tuple[str, int, int]:
         require((resumed.returncode == 3) == (summary["outcome"] == "parked"),
                 f"resume: exit {resumed.returncode} with outcome {summary['outcome']}")
         if summary["outcome"] != "parked":
-            require(summary["outcome"] == "completed",
-                    f"resume: outcome {summary['outcome']} ({summary.get('reason')})")
+            require(summary["outcome"] == finish,
+                    f"resume: outcome {summary['outcome']} ({summary.get('reason')}), "
+                    f"expected {finish}")
             failed = [c for c in summary["calls"] if c["status"] != "succeeded"]
             require(not failed, f"resume: calls did not succeed: {failed}")
             require(summary["document"]["written"] is True, "resume: the document was not saved")
             return run_id, approved, round_no
     raise SmokeFailure(f"run {run_id} still parked after {MAX_RESUME_ROUNDS} resume rounds")
+
+
+def check_audit(smoke: Smoke, run_id: str, approved: int) -> None:
+    smoke.run("audit verify", "audit", "verify")
+    exported = smoke.run("audit export", "audit", "export", run_id).stdout.splitlines()
+    kinds = [json.loads(line)["kind"] for line in exported if line.strip()]
+    require(kinds.count("tool.approved") == approved,
+            f"audit: {kinds.count('tool.approved')} approvals recorded, {approved} given")
+    require(bool(kinds) and kinds[-1] == "run.finished", f"audit: last event {kinds[-1:]}")
+
+
+def headless_turn(smoke: Smoke) -> tuple[str, int]:
+    """The same flow on a box with no keyring at all: the operator supplies the snapshot key
+    in STOCKADE_SNAPSHOT_KEY. One iteration, so the resumed run ends bounded."""
+    folder = smoke.work / "headless"
+    folder.mkdir()
+    model = folder / "model.thf"
+    shutil.copy(FIXTURE, model)
+    env = {k: v for k, v in smoke.env.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env["STOCKADE_HOME"] = str(folder / "home")
+    env["STOCKADE_SNAPSHOT_KEY"] = base64.b64encode(os.urandom(32)).decode("ascii")
+    headless = Smoke(exe=smoke.exe, work=folder, env=env, timings=smoke.timings)
+    status = headless.run_json("keys status (headless)", "keys", "status")["keyring"]
+    require(not status["is_secure"], f"headless: a keyring answered without D-Bus: {status}")
+    before = model.read_bytes()
+    run_id, approved, _rounds = governed_turn(headless, model, "--max-iterations", "1",
+                                              finish="bounded")
+    require(model.read_bytes() != before, "headless: the approved threats were not saved")
+    check_audit(headless, run_id, approved)
+    return run_id, approved
+
+
+def _condensed(timings: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Runs of `runs approve CALL` steps folded into one line with their total time."""
+    out: list[tuple[str, float]] = []
+    count = 0
+    for label, elapsed in timings:
+        if label.startswith("runs approve ") and count and out[-1][0].startswith("runs approve"):
+            count += 1
+            out[-1] = (f"runs approve x{count}", out[-1][1] + elapsed)
+            continue
+        count = 1 if label.startswith("runs approve ") else 0
+        out.append((label, elapsed))
+    return out
 
 
 def main(argv: Sequence[str]) -> int:
@@ -217,12 +267,8 @@ def main(argv: Sequence[str]) -> int:
         run_id, approved, rounds = governed_turn(smoke, model)
         require(model.read_bytes() != before, "assist: the approved threats were not saved")
         smoke.run("validate (after turn)", "validate", model.name)
-        smoke.run("audit verify", "audit", "verify")
-        exported = smoke.run("audit export", "audit", "export", run_id).stdout.splitlines()
-        kinds = [json.loads(line)["kind"] for line in exported if line.strip()]
-        require(kinds.count("tool.approved") == approved,
-                f"audit: {kinds.count('tool.approved')} approvals recorded, {approved} given")
-        require(bool(kinds) and kinds[-1] == "run.finished", f"audit: last event {kinds[-1:]}")
+        check_audit(smoke, run_id, approved)
+        headless_run, headless_approved = headless_turn(smoke)
     except SmokeFailure as failure:
         print(f"packaging/smoke: FAILED: {failure}", file=sys.stderr)
         print(f"  (work folder kept for inspection: {work})", file=sys.stderr)
@@ -238,7 +284,9 @@ def main(argv: Sequence[str]) -> int:
     print(f"packaging/smoke: ok in {total:.1f} s — {version}")
     print(f"  keyring: {backend}; run {run_id}: {approved} calls approved, "
           f"{rounds} resume round(s)")
-    for label, elapsed in smoke.timings:
+    print(f"  headless (STOCKADE_SNAPSHOT_KEY, no keyring): run {headless_run}: "
+          f"{headless_approved} calls approved, ended bounded")
+    for label, elapsed in _condensed(smoke.timings):
         print(f"  {elapsed:6.2f} s  {label}")
     shutil.rmtree(work, ignore_errors=True)
     return 0
