@@ -111,7 +111,7 @@ def _emit_record(record: ThfModel, indent: int, out: list[str], first_inline: bo
     plain = _SURELY_PLAIN.fullmatch
     reserved = _RESERVED_WORDS
     for attr, prefix, bare_key, number, skip_empty in _plan_for(type(record), indent):
-        value = fields[attr]
+        value = fields.get(attr)
         if value is None:
             continue
         kind = value.__class__
