@@ -20,6 +20,9 @@ input asks to cascade, in which case every removed entity is listed.
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, indexOf
@@ -30,6 +33,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from stockade.thf import ids
 from stockade.thf.errors import ThfError
 from stockade.thf.model import (
+    SECTION_NAMES,
     DataFlow,
     Element,
     MitigationStatus,
@@ -309,16 +313,58 @@ def _dump(entity: Any) -> dict[str, Any]:
     return entity.model_dump(by_alias=True, exclude_none=True)
 
 
-def _finish(document: ThreatModel, result: str, new_id: str | None = None,
+class _KnownValid:
+    """The last few documents that passed `validate_references` or were derived by an action
+    from one that had, by identity (weakly held: never keeps a document alive).
+
+    Every action checks each reference it adds or changes and removes or refuses what would
+    dangle, so an action applied to a valid document yields a valid one. Only a document not
+    known to be valid still needs the whole-document check.
+    """
+
+    _SIZE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, tuple[weakref.ref[ThreatModel], tuple[int, ...]]] = (
+            OrderedDict()
+        )
+
+    def __contains__(self, document: ThreatModel) -> bool:
+        with self._lock:
+            entry = self._entries.get(id(document))
+            # The shape check catches a section list mutated in place against the model's rules.
+            return entry is not None and entry[0]() is document and entry[1] == _shape(document)
+
+    def add(self, document: ThreatModel) -> None:
+        with self._lock:
+            self._entries[id(document)] = (weakref.ref(document), _shape(document))
+            self._entries.move_to_end(id(document))
+            while len(self._entries) > self._SIZE:
+                self._entries.popitem(last=False)
+
+
+def _shape(document: ThreatModel) -> tuple[int, ...]:
+    return tuple(len(getattr(document, section)) for section in SECTION_NAMES)
+
+
+_known_valid = _KnownValid()
+
+
+def _finish(before: ThreatModel, document: ThreatModel, result: str, new_id: str | None = None,
             removed: tuple[str, ...] = ()) -> ActionOutcome:
-    # The edits above keep every reference intact by construction; this re-check is the
-    # safety net that turns a mistake into a refusal instead of a document that cannot reopen.
-    try:
-        validate_references(document)
-    except ThfError as exc:
-        # The validator's text quotes document ids, which are untrusted: sanitize and escape.
-        detail = scalar(exc.message, 600)[0]
-        return ActionError(f"The change was not applied because it would break the document: {detail}")
+    # The edits above keep every reference intact by construction, so an edit of a document
+    # known to be valid needs no whole-document pass (the transaction validates again at
+    # commit). Otherwise this is the safety net that turns a broken input into a refusal
+    # instead of a document that cannot reopen.
+    if before not in _known_valid:
+        try:
+            validate_references(document)
+        except ThfError as exc:
+            # The validator's text quotes document ids, which are untrusted: sanitize and escape.
+            detail = scalar(exc.message, 600)[0]
+            return ActionError(f"The change was not applied because it would break the document: {detail}")
+    _known_valid.add(document)
     return ActionResult(document=document, result=result, new_id=new_id, removed=removed)
 
 
@@ -355,6 +401,7 @@ def add_element(document: ThreatModel, element: NewElement) -> ActionOutcome:
         {"trust_zone": "", "description": "", "technologies": [], **fields, "id": new_id}
     )
     return _finish(
+        document,
         document.model_copy(update={"elements": [*document.elements, new]}),
         f'Added element {_show(new_id)} ("{_show(element.name)}", type {_show(element.type)}).',
         new_id=new_id,
@@ -383,6 +430,7 @@ def update_element(document: ThreatModel, element_id: str, updates: ElementUpdat
         )
     new = Element.model_validate(_merge(document.elements[index], changes, _ELEMENT_CLEARABLE))
     return _finish(
+        document,
         document.model_copy(update={"elements": _replace(document.elements, index, new)}),
         f"Updated element {_show(element_id)}: {_changed_fields(updates)}.",
     )
@@ -450,7 +498,7 @@ def delete_element(document: ThreatModel, element_id: str, cascade: bool = False
         text += " Also deleted: " + _listing(removed[1:]) + "."
     if left:
         text += " It was removed from trust boundary " + _listing(left) + "."
-    return _finish(next_document, text, removed=removed)
+    return _finish(document, next_document, text, removed=removed)
 
 
 def _referrer_text(flows: Sequence[DataFlow], relationships: Sequence[Any],
@@ -506,6 +554,7 @@ def add_data_flow(document: ThreatModel, data_flow: NewDataFlow) -> ActionOutcom
         }
     )
     return _finish(
+        document,
         document.model_copy(update={"data_flows": [*document.data_flows, new]}),
         f"Added data flow {_show(new_id)} from {_show(data_flow.from_)} to {_show(data_flow.to)}.",
         new_id=new_id,
@@ -527,6 +576,7 @@ def update_data_flow(document: ThreatModel, flow_id: str, updates: DataFlowUpdat
         )
     new = DataFlow.model_validate(merged)
     return _finish(
+        document,
         document.model_copy(update={"data_flows": _replace(document.data_flows, index, new)}),
         f"Updated data flow {_show(flow_id)}: {_changed_fields(updates)}.",
     )
@@ -556,7 +606,7 @@ def delete_data_flow(document: ThreatModel, flow_id: str, cascade: bool = False)
     text = f"Deleted data flow {_show(flow_id)}."
     if threats:
         text += " Also deleted: " + _listing(removed[1:]) + "."
-    return _finish(next_document, text, removed=removed)
+    return _finish(document, next_document, text, removed=removed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -588,6 +638,7 @@ def add_trust_boundary(document: ThreatModel, trust_boundary: NewTrustBoundary) 
     new_id = ids.next_numbered_id("boundary", taken)
     new = TrustBoundary.model_validate({**trust_boundary.given(), "contains": members, "id": new_id})
     return _finish(
+        document,
         document.model_copy(update={"trust_boundaries": [*document.trust_boundaries, new]}),
         f'Added trust boundary {_show(new_id)} ("{_show(trust_boundary.name)}") with '
         f"{len(members)} member{'s' if len(members) != 1 else ''}.",
@@ -611,6 +662,7 @@ def update_trust_boundary(document: ThreatModel, boundary_id: str,
         _merge(document.trust_boundaries[index], changes, _BOUNDARY_CLEARABLE)
     )
     return _finish(
+        document,
         document.model_copy(
             update={"trust_boundaries": _replace(document.trust_boundaries, index, new)}
         ),
@@ -625,6 +677,7 @@ def delete_trust_boundary(document: ThreatModel, boundary_id: str) -> ActionOutc
         return _not_found("trust_boundaries", boundary_id)
     boundaries = document.trust_boundaries
     return _finish(
+        document,
         document.model_copy(update={"trust_boundaries": [*boundaries[:index], *boundaries[index + 1 :]]}),
         f"Deleted trust boundary {_show(boundary_id)}; its elements were kept.",
         removed=(f"trust boundary {boundary_id}",),
@@ -663,6 +716,7 @@ def add_threat(document: ThreatModel, threat: NewThreat) -> ActionOutcome:
     if threat.flow:
         target += f" on data flow {_show(threat.flow)}"
     return _finish(
+        document,
         document.model_copy(update={"threats": [*document.threats, new]}),
         f'Added threat {_show(new_id)} ("{_show(threat.title)}", {new.category.value}, '
         f"{new.severity.value}){target}.",
@@ -686,6 +740,7 @@ def update_threat(document: ThreatModel, threat_id: str, updates: ThreatUpdates)
         _merge(document.threats[index], changes, frozenset({"element", "flow"}))
     )
     return _finish(
+        document,
         document.model_copy(update={"threats": _replace(document.threats, index, new)}),
         f"Updated threat {_show(threat_id)}: {_changed_fields(updates)}.",
     )
@@ -697,6 +752,7 @@ def delete_threat(document: ThreatModel, threat_id: str) -> ActionOutcome:
     if index < 0:
         return _not_found("threats", threat_id)
     return _finish(
+        document,
         document.model_copy(
             update={"threats": [*document.threats[:index], *document.threats[index + 1 :]]}
         ),
