@@ -29,12 +29,16 @@ from typing import Any, Union, get_args, get_origin
 
 import yaml_rs
 
-import stockade
 from stockade.thf.collector import collector_paused
 from stockade.thf.errors import SaveError
 from stockade.thf.model import ThfModel, ThreatModel
 
-HEADER = f"# Stockade threat model\n# Written by Stockade {stockade.__version__}\n"
+# No build version here: canonical bytes must not change when Stockade is upgraded, or every
+# `stockade fmt --check` in a team's CI would fail after an upgrade.
+HEADER = (
+    "# Stockade threat model, format 1.0\n"
+    "# Saved in canonical form: comments are not kept, unknown fields are.\n"
+)
 
 # Root sections and entity lists the reference skips when empty (so that documents written
 # before these fields existed re-serialise byte-identically). Every other list is always written.
