@@ -370,12 +370,6 @@ def test_fmt_on_a_full_or_read_only_disk_reports_it_and_keeps_the_file(
     assert sorted(p.name for p in folder.iterdir()) == ["model.thf"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/assist.py does not catch thf SaveError on --write: a full disk ends in "
-    "'internal error: SaveError ...' (exit 1, the proposed edits are lost) instead of the "
-    "writer's own plain message. Remove this mark once assist/runs resume handle SaveError.",
-)
 def test_assist_write_on_a_full_disk_reports_it_plainly_and_keeps_the_file(
     tmp_path: Path,
 ) -> None:

@@ -119,8 +119,11 @@ def settle_headless(session: AssistantSession, *, original: ThreatModel, write: 
         base = original
         if write and changed:
             # Committed work is saved now, so the parked run's base is the file as written.
-            save_document(live, session.document_path)
-            written, base = True, live
+            # If the save fails the file is untouched and the run parks against it, so the
+            # pending decisions are not lost either.
+            written = _save_or_report(live, session.document_path)
+            if written:
+                base = live
         try:
             session.park(base_document=base, write_back=write)
         except SealError as exc:
@@ -128,12 +131,25 @@ def settle_headless(session: AssistantSession, *, original: ThreatModel, write: 
             print_error(f"the run could not be parked: {exc}")
             return session.summary(document_written=written, display_path=display), ExitCode.FAILED
         return session.summary(document_written=written, display_path=display), ExitCode.PARKED
+    save_failed = False
     if write and changed:
-        save_document(live, session.document_path)
-        written = True
+        written = _save_or_report(live, session.document_path)
+        save_failed = not written
     summary = session.summary(document_written=written, display_path=display)
-    code = ExitCode.OK if summary.outcome in ("completed", "bounded") else ExitCode.FAILED
-    return summary, code
+    ok = summary.outcome in ("completed", "bounded") and not save_failed
+    return summary, ExitCode.OK if ok else ExitCode.FAILED
+
+
+def _save_or_report(document: ThreatModel, path: str) -> bool:
+    """Save atomically; on failure say why in one line (the file on disk is untouched)."""
+    from stockade.thf.errors import SaveError
+
+    try:
+        save_document(document, path)
+    except SaveError as exc:
+        print_error(f"the changes could not be written, the file was left as it was: {exc}")
+        return False
+    return True
 
 
 def print_summary(summary: TurnSummary, as_json: bool) -> None:
