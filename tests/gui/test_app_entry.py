@@ -21,7 +21,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop("QT_QPA_PLATFORM", None)  # --screenshot must choose offscreen by itself
     return subprocess.run(
-        [str(STOCKADE), *args], capture_output=True, text=True, timeout=60, env=env, check=False
+        [str(STOCKADE), *args], capture_output=True, text=True, timeout=120, env=env, check=False
     )
 
 

@@ -114,7 +114,7 @@ def test_tree_selection_while_the_diagram_is_hidden_does_not_draw_it(driver: Win
     tree.view.setCurrentIndex(tree.model.index_for_entity("elements", "stripe-api"))
     assert not view.is_drawn
     driver.window.show_tab(AppTab.DIAGRAM)
-    driver.qtbot.waitUntil(lambda: view.is_drawn, timeout=2000)
+    driver.qtbot.waitUntil(lambda: view.is_drawn, timeout=10_000)
     assert view.selected_key() == ("elements", "stripe-api")
     item = view.item_for("elements", "stripe-api")
     assert item is not None and item.isSelected()

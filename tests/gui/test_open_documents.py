@@ -35,7 +35,7 @@ def test_each_valid_fixture_opens_with_a_count_per_section(driver: WindowDriver,
     for section in SECTION_NAMES:
         total = len(getattr(expected, section))
         assert model.section_count(section) == (total, total), section
-    driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid", timeout=5000)
+    driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid", timeout=10_000)
     assert driver.window.windowTitle().startswith(Path(name).name + " — ")
     assert driver.prompts.errors == []
 
@@ -126,8 +126,8 @@ def test_expanding_a_huge_section_builds_only_a_screenful_of_rows(driver: Window
     assert 0 < fetched <= 2 * FETCH_BATCH < len(document.elements)
     # Scrolling to the end is what asks the model for the next batch.
     bar = pane.view.verticalScrollBar()
-    driver.qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=2000)
+    driver.qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=10_000)
     bar.setValue(bar.maximum())
     driver.qtbot.waitUntil(
-        lambda: pane.model.fetched_row_count("elements") > fetched, timeout=2000
+        lambda: pane.model.fetched_row_count("elements") > fetched, timeout=10_000
     )

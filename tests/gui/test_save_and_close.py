@@ -118,7 +118,7 @@ def test_close_with_unsaved_changes_asks_and_cancel_keeps_the_window(driver: Win
     _edit_something(driver)
     driver.prompts.unsaved_answers.append(UnsavedChoice.CANCEL)
     driver.window.close()
-    driver.qtbot.waitUntil(lambda: driver.prompts.unsaved_questions != [], timeout=2000)
+    driver.qtbot.waitUntil(lambda: driver.prompts.unsaved_questions != [], timeout=10_000)
     driver.qtbot.wait(20)
     assert driver.window.isVisible()
     assert driver.window.open_document.is_dirty
@@ -129,7 +129,7 @@ def test_close_with_unsaved_changes_and_discard_closes(driver: WindowDriver) -> 
     _edit_something(driver)
     driver.prompts.unsaved_answers.append(UnsavedChoice.DISCARD)
     driver.window.close()
-    driver.qtbot.waitUntil(lambda: not driver.window.isVisible(), timeout=2000)
+    driver.qtbot.waitUntil(lambda: not driver.window.isVisible(), timeout=10_000)
 
 
 def test_opening_another_file_over_unsaved_changes_can_be_cancelled(driver: WindowDriver) -> None:

@@ -16,7 +16,7 @@ def test_typing_filters_by_name_and_id_after_a_pause(driver: WindowDriver) -> No
     _open(driver)
     pane = driver.window.tree_pane
     pane.filter_text.setText("payment")
-    driver.qtbot.waitUntil(lambda: pane.model.tree_filter.text == "payment", timeout=2000)
+    driver.qtbot.waitUntil(lambda: pane.model.tree_filter.text == "payment", timeout=10_000)
     shown_elements = pane.model.section_count("elements")
     matching = [e for e in driver.document.elements if "payment" in (e.id + e.name).lower()]
     assert shown_elements[0] >= len(matching) > 0

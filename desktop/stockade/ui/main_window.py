@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from pathlib import Path
@@ -27,10 +26,10 @@ from stockade.thf.model import Severity, ThreatModel
 from stockade.ui import crash_handler
 from stockade.ui.detail_pane import DetailPane
 from stockade.ui.diagram_view import DiagramView
-from stockade.ui.document_files import FileProblem, export_report, read_document, write_document
+from stockade.ui.document_commands import REPORT_FORMATS, DocumentCommands
 from stockade.ui.document_tree import DocumentTreePane
 from stockade.ui.open_document import HistoryFactory, OpenDocument
-from stockade.ui.prompts import Prompts, UnsavedChoice
+from stockade.ui.prompts import Prompts
 from stockade.ui.recent_files import RecentFiles
 from stockade.ui.summary_view import SummaryView
 
@@ -42,13 +41,6 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
-
-
-REPORT_FORMATS: tuple[tuple[str, str], ...] = (
-    ("html", "HTML report (*.html)"),
-    ("csv", "CSV threat list (*.csv)"),
-    ("json", "JSON export (*.json)"),
-)
 
 
 def window_settings() -> QSettings:
@@ -77,6 +69,7 @@ class MainWindow(QMainWindow):
         self.prompts = prompts if prompts is not None else Prompts(self)
         self.open_document = OpenDocument(self, history_factory)
         self.recent_files = RecentFiles()
+        self.commands = DocumentCommands(self)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._close_approved = False
         self._asking_to_close = False
@@ -268,119 +261,30 @@ class MainWindow(QMainWindow):
         if not task.cancelled() and task.exception() is not None:
             crash_handler.report_exception(task.exception())  # type: ignore[arg-type]
 
-    # -- file operations --------------------------------------------------------------------
+    # -- file operations (the work is in DocumentCommands) ----------------------------------
 
     async def open_file(self, path: Path | str) -> bool:
         """Open a file; on any failure the current document stays open and the reason is shown."""
-        path = Path(path)
-        if not await self._settle_unsaved_changes():
-            return False
-        self.statusBar().showMessage(f"Opening {path.name}…")
-        result = await read_document(path)
-        if isinstance(result, FileProblem):
-            self.statusBar().showMessage(result.title, 8000)
-            self.prompts.show_error(result.title, result.message)
-            return False
-        self.open_document.replace(result, path, saved=True)
-        self.recent_files.add(path)
-        self.statusBar().showMessage(f"Opened {path.name}", 4000)
-        return True
+        return await self.commands.open_file(path)
 
     async def open_with_dialog(self) -> bool:
-        current = self.open_document.path
-        chosen = await self.prompts.choose_open_path(str(current.parent) if current else "")
-        return await self.open_file(chosen) if chosen else False
+        return await self.commands.open_with_dialog()
 
     async def new_from_template(self, template_id: str) -> bool:
-        if not await self._settle_unsaved_changes():
-            return False
-        from stockade.thf.templates import new_from_template
-
-        loop = asyncio.get_running_loop()
-        try:
-            document = await loop.run_in_executor(
-                None, new_from_template, template_id, _dt.date.today()
-            )
-        except (KeyError, ThfError, OSError) as err:
-            # A missing or broken bundled template is a packaging fault, but still not a crash.
-            self.prompts.show_error(
-                "Template not available",
-                f"The starter model could not be loaded ({type(err).__name__}).",
-            )
-            return False
-        self.open_document.replace(document, None, saved=False)
-        return True
+        return await self.commands.new_from_template(template_id)
 
     async def save(self) -> bool:
-        path = self.open_document.path
-        if path is None:
-            return await self.save_as()
-        return await self.save_to(path)
+        return await self.commands.save()
 
     async def save_as(self) -> bool:
-        suggested = self._suggested_path(".thf")
-        chosen = await self.prompts.choose_save_path(str(suggested))
-        if not chosen:
-            return False
-        path = Path(chosen)
-        if not path.suffix:
-            path = path.with_suffix(".thf")
-        return await self.save_to(path)
+        return await self.commands.save_as()
 
     async def save_to(self, path: Path) -> bool:
         """Write the live document; on failure it stays dirty and the reason is shown."""
-        document = self.open_document.document
-        if document is None:
-            return False
-        problem = await write_document(document, path)
-        if problem is not None:
-            self.statusBar().showMessage(problem.title, 8000)
-            self.prompts.show_error(problem.title, problem.message)
-            return False
-        self.open_document.mark_saved(document, path)
-        self.recent_files.add(path)
-        self.statusBar().showMessage(f"Saved {path.name}", 4000)
-        return True
+        return await self.commands.save_to(path)
 
     async def export_with_dialog(self, fmt: str) -> bool:
-        document = self.open_document.document
-        if document is None:
-            return False
-        name_filter = dict(REPORT_FORMATS)[fmt]
-        chosen = await self.prompts.choose_save_path(
-            str(self._suggested_path(f"-report.{fmt}" if fmt == "html" else f".{fmt}")),
-            name_filter,
-            "Export report",
-        )
-        if not chosen:
-            return False
-        path = Path(chosen)
-        if path.suffix.lower() != f".{fmt}":
-            path = path.with_name(path.name + f".{fmt}")
-        problem = await export_report(document, path)
-        if problem is not None:
-            self.prompts.show_error(problem.title, problem.message)
-            return False
-        self.statusBar().showMessage(f"Exported {path.name}", 4000)
-        return True
-
-    def _suggested_path(self, suffix: str) -> Path:
-        path = self.open_document.path
-        if path is not None:
-            return path.with_name(path.stem + suffix)
-        document = self.open_document.document
-        title = document.metadata.title if document is not None else "threat-model"
-        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "threat-model"
-        return Path.home() / f"{stem}{suffix}"
-
-    async def _settle_unsaved_changes(self) -> bool:
-        """True when it is fine to drop the live document (saved, discarded or never dirty)."""
-        if not self.open_document.is_dirty:
-            return True
-        choice = await self.prompts.ask_unsaved_changes(self.open_document.display_name)
-        if choice is UnsavedChoice.SAVE:
-            return await self.save()
-        return choice is UnsavedChoice.DISCARD
+        return await self.commands.export_with_dialog(fmt)
 
     async def refresh_keyring_status(self) -> None:
         loop = asyncio.get_running_loop()
@@ -413,7 +317,7 @@ class MainWindow(QMainWindow):
 
     async def _close_after_asking(self) -> None:
         try:
-            approved = await self._settle_unsaved_changes()
+            approved = await self.commands.settle_unsaved_changes()
         finally:
             self._asking_to_close = False
         if approved:

@@ -1,0 +1,147 @@
+"""The File menu's work: open, new from template, save, save as, export, and unsaved changes."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject
+
+from stockade.thf.errors import ThfError
+from stockade.ui.document_files import FileProblem, export_report, read_document, write_document
+from stockade.ui.prompts import UnsavedChoice
+
+if TYPE_CHECKING:
+    from stockade.ui.main_window import MainWindow
+
+REPORT_FORMATS: tuple[tuple[str, str], ...] = (
+    ("html", "HTML report (*.html)"),
+    ("csv", "CSV threat list (*.csv)"),
+    ("json", "JSON export (*.json)"),
+)
+
+
+class DocumentCommands(QObject):
+    """File operations for one window; every failure is shown in plain words and loses nothing.
+
+    Reads the window's `prompts` at each use, so a test can swap them after construction.
+    """
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.setObjectName("documentCommands")
+        self._window = window
+
+    async def open_file(self, path: Path | str) -> bool:
+        """Open a file; on any failure the current document stays open and the reason is shown."""
+        path = Path(path)
+        if not await self.settle_unsaved_changes():
+            return False
+        self._window.statusBar().showMessage(f"Opening {path.name}…")
+        result = await read_document(path)
+        if isinstance(result, FileProblem):
+            self._window.statusBar().showMessage(result.title, 8000)
+            self._window.prompts.show_error(result.title, result.message)
+            return False
+        self._window.open_document.replace(result, path, saved=True)
+        self._window.recent_files.add(path)
+        self._window.statusBar().showMessage(f"Opened {path.name}", 4000)
+        return True
+
+    async def open_with_dialog(self) -> bool:
+        current = self._window.open_document.path
+        chosen = await self._window.prompts.choose_open_path(str(current.parent) if current else "")
+        return await self.open_file(chosen) if chosen else False
+
+    async def new_from_template(self, template_id: str) -> bool:
+        if not await self.settle_unsaved_changes():
+            return False
+        from stockade.thf.templates import new_from_template
+
+        loop = asyncio.get_running_loop()
+        try:
+            document = await loop.run_in_executor(
+                None, new_from_template, template_id, _dt.date.today()
+            )
+        except (KeyError, ThfError, OSError) as err:
+            # A missing or broken bundled template is a packaging fault, but still not a crash.
+            self._window.prompts.show_error(
+                "Template not available",
+                f"The starter model could not be loaded ({type(err).__name__}).",
+            )
+            return False
+        self._window.open_document.replace(document, None, saved=False)
+        return True
+
+    async def save(self) -> bool:
+        path = self._window.open_document.path
+        if path is None:
+            return await self.save_as()
+        return await self.save_to(path)
+
+    async def save_as(self) -> bool:
+        suggested = self.suggested_path(".thf")
+        chosen = await self._window.prompts.choose_save_path(str(suggested))
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if not path.suffix:
+            path = path.with_suffix(".thf")
+        return await self.save_to(path)
+
+    async def save_to(self, path: Path) -> bool:
+        """Write the live document; on failure it stays dirty and the reason is shown."""
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        problem = await write_document(document, path)
+        if problem is not None:
+            self._window.statusBar().showMessage(problem.title, 8000)
+            self._window.prompts.show_error(problem.title, problem.message)
+            return False
+        self._window.open_document.mark_saved(document, path)
+        self._window.recent_files.add(path)
+        self._window.statusBar().showMessage(f"Saved {path.name}", 4000)
+        return True
+
+    async def export_with_dialog(self, fmt: str) -> bool:
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        name_filter = dict(REPORT_FORMATS)[fmt]
+        chosen = await self._window.prompts.choose_save_path(
+            str(self.suggested_path(f"-report.{fmt}" if fmt == "html" else f".{fmt}")),
+            name_filter,
+            "Export report",
+        )
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if path.suffix.lower() != f".{fmt}":
+            path = path.with_name(path.name + f".{fmt}")
+        problem = await export_report(document, path)
+        if problem is not None:
+            self._window.prompts.show_error(problem.title, problem.message)
+            return False
+        self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
+        return True
+
+    def suggested_path(self, suffix: str) -> Path:
+        path = self._window.open_document.path
+        if path is not None:
+            return path.with_name(path.stem + suffix)
+        document = self._window.open_document.document
+        title = document.metadata.title if document is not None else "threat-model"
+        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "threat-model"
+        return Path.home() / f"{stem}{suffix}"
+
+    async def settle_unsaved_changes(self) -> bool:
+        """True when it is fine to drop the live document (saved, discarded or never dirty)."""
+        if not self._window.open_document.is_dirty:
+            return True
+        choice = await self._window.prompts.ask_unsaved_changes(self._window.open_document.display_name)
+        if choice is UnsavedChoice.SAVE:
+            return await self.save()
+        return choice is UnsavedChoice.DISCARD
