@@ -69,7 +69,8 @@ async def _run(
     opened = True
     if file:
         opened = await window.open_file(Path(file))
-    window.show_tab(AppTab(tab))
+    known = {t.value for t in AppTab}
+    window.show_tab(AppTab(tab) if tab in known else AppTab.TREE)
     if screenshot:
         if not opened:
             return 1
