@@ -46,7 +46,7 @@ ELEMENT_HEIGHT = 60.0
 GRID_STEP_X = 210.0
 GRID_STEP_Y = 130.0
 BOUNDARY_PADDING = 30.0
-DETAIL_LOD = 0.45
+DETAIL_LOD = 0.3
 """Below this on-screen scale, items draw plain shapes: text would be unreadable and slow."""
 ZOOM_STEP = 1.25
 RELATIONSHIP_OFFSET = 12.0
