@@ -88,6 +88,21 @@ def require_file(path: Path, what: str, min_bytes: int = 1) -> None:
     require(path.stat().st_size >= min_bytes, f"{what}: {path.name} is empty")
 
 
+def xcb_screenshot(smoke: Smoke, model: Path) -> None:
+    """The same screenshot on a real X server (Xvfb): the xcb platform plugin and the X
+    libraries the bundle carries load and draw, as on a Linux desktop."""
+    xvfb_run = shutil.which("xvfb-run")
+    require(xvfb_run is not None, "xvfb-run is not installed (packaging/smoke installs xvfb "
+            "with apt when it runs as root; install xvfb and xauth otherwise)")
+    shot = smoke.work / "shot-xcb.png"
+    env = dict(smoke.env, QT_QPA_PLATFORM="xcb")
+    xcb = Smoke(exe=Path(str(xvfb_run)), work=smoke.work, env=env, timings=smoke.timings)
+    xcb.run("screenshot on X (xcb)", "-a", "-s", "-screen 0 1400x900x24", str(smoke.exe),
+            model.name, "--screenshot", shot.name)
+    require_file(shot, "screenshot on X", 1000)
+    require(shot.read_bytes()[:8] == PNG_SIGNATURE, "screenshot on X: not a PNG file")
+
+
 def start_keyring(work: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """An unlocked GNOME Keyring (Secret Service) on this D-Bus session, data in `work`."""
     daemon = shutil.which("gnome-keyring-daemon")
@@ -260,6 +275,8 @@ def main(argv: Sequence[str]) -> int:
         smoke.run("screenshot", model.name, "--screenshot", shot.name)
         require_file(shot, "screenshot", 1000)
         require(shot.read_bytes()[:8] == PNG_SIGNATURE, "screenshot: not a PNG file")
+
+        xcb_screenshot(smoke, model)
 
         keyring_proc = start_keyring(work, env)
         backend = wait_for_secure_keyring(smoke)
