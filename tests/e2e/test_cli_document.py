@@ -458,3 +458,12 @@ def test_app_mode_without_the_desktop_app_says_so_and_exits_one(
     err = capsys.readouterr().err
     assert "desktop app is not available" in err
     assert "Traceback" not in err
+
+
+def test_version_names_the_release_and_says_when_it_is_not_a_packaged_build() -> None:
+    import stockade
+
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"stockade {stockade.__version__} ")
+    assert "not a packaged build" in result.stdout

@@ -130,6 +130,11 @@ def _dispatch(argv: list[str]) -> int:
             raise UsageError(f"the '{first}' command is not available in this build")
         args = build_command_parser(first, module).parse_args(argv[1:])
         return int(args.func(args))
+    if argv in (["--version"], ["-V"]):
+        from stockade.build_info import version_line
+
+        print(version_line())
+        return ExitCode.OK
     if first in ("-h", "--help"):
         modules, _missing = _load_command_modules()
         build_parser(modules).parse_args(argv)  # prints the help and exits 0
