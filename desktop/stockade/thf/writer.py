@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import math
 import os
 import re
 import stat
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from types import UnionType
@@ -569,6 +571,7 @@ def save_text(text: str, path: str | os.PathLike[str]) -> None:
         os.replace(temp_name, target)
         temp_name = None
         _fsync_folder(folder)
+        _remove_stale_temp_files(folder, target.name)
     except OSError as exc:
         raise SaveError(_save_message(exc, target.name), reason=_reason(exc)) from None
     finally:
@@ -577,6 +580,20 @@ def save_text(text: str, path: str | os.PathLike[str]) -> None:
         if temp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temp_name)
+
+
+STALE_TEMP_SECONDS = 600.0
+"""A temp file of ours this old was left by a save that was killed; a live save takes seconds."""
+
+
+def _remove_stale_temp_files(folder: Path, name: str) -> None:
+    """Best-effort clean-up of temp files that an interrupted earlier save of `name` left."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for leftover in folder.glob(f".{glob.escape(name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - leftover.lstat().st_mtime > STALE_TEMP_SECONDS and leftover.is_file():
+                    leftover.unlink()
 
 
 def _existing_mode(target: Path) -> int:

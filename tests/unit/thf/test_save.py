@@ -128,3 +128,26 @@ def test_text_that_is_not_valid_unicode_is_a_save_error(folder: Path) -> None:
         save(model, folder / "m.thf")
     assert "not valid Unicode" in str(caught.value)
     assert list(folder.iterdir()) == []
+
+
+def test_a_save_removes_temp_files_an_interrupted_earlier_save_left(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from stockade.thf.writer import STALE_TEMP_SECONDS
+
+    target = tmp_path / "model.thf"
+    model = read_file(fixture_path("v1.0-minimal.thf"))
+    save(model, target)
+    stale = tmp_path / ".model.thf.abc123.tmp"
+    fresh = tmp_path / ".model.thf.def456.tmp"  # could be another save still in progress
+    other = tmp_path / ".other.thf.abc123.tmp"
+    for leftover in (stale, fresh, other):
+        leftover.write_text("partial")
+    old = time.time() - STALE_TEMP_SECONDS - 60
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    save(model, target)
+    assert not stale.exists()
+    assert fresh.exists() and other.exists()
+    assert read_file(target) == model
