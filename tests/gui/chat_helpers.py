@@ -35,7 +35,7 @@ def copy_fixture(tmp_path: Path, name: str = "v1.0-canonical-full.thf") -> Path:
 
 def assistant(driver: WindowDriver) -> AssistantController:
     controller: AssistantController = driver.window.assistant
-    driver.qtbot.waitUntil(lambda: controller.ready, timeout=5000)
+    driver.qtbot.waitUntil(lambda: controller.ready, timeout=10_000)
     return controller
 
 
@@ -49,13 +49,15 @@ def choose(controller: AssistantController, provider: str = "anthropic",
 
 def send(driver: WindowDriver, controller: AssistantController, prompt: str) -> None:
     controller.pane.prompt_edit.setPlainText(prompt)
+    before = controller.session
     controller.pane.send_button.click()
-    driver.qtbot.waitUntil(lambda: controller.session is not None, timeout=5000)
+    # Generous: the first turn of a process imports the provider SDKs (seconds on a busy box).
+    driver.qtbot.waitUntil(lambda: controller.session is not before, timeout=30_000)
 
 
 def wait_dialog(driver: WindowDriver, controller: AssistantController) -> ApprovalDialog:
     driver.qtbot.waitUntil(
-        lambda: controller.dialog is not None and controller.dialog.isVisible(), timeout=10_000)
+        lambda: controller.dialog is not None and controller.dialog.isVisible(), timeout=30_000)
     dialog = controller.dialog
     assert dialog is not None
     return dialog
@@ -67,7 +69,7 @@ def wait_settled(driver: WindowDriver, controller: AssistantController) -> None:
         return (session is not None and session.state.phase is TurnPhase.SETTLED
                 and not controller._looping and not controller.pane.busy)
 
-    driver.qtbot.waitUntil(settled, timeout=10_000)
+    driver.qtbot.waitUntil(settled, timeout=30_000)
 
 
 def card_statuses(controller: AssistantController) -> dict[str, str]:

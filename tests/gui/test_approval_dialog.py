@@ -104,7 +104,7 @@ def test_approve_all_captures_the_ids_at_click_time(driver: WindowDriver) -> Non
                              raw_input="{}", preview=("Changed threat",)) for i in range(3)]
     dialog = ApprovalDialog(views, driver.window)
     task = driver.window.spawn(dialog.ask())
-    driver.qtbot.waitUntil(dialog.isVisible, timeout=3000)
+    driver.qtbot.waitUntil(dialog.isVisible, timeout=10_000)
     batches: list[list[str]] = []
     dialog.batchApproved.connect(batches.append)
     dialog.rows["c0"].deny_button.click()
@@ -112,7 +112,7 @@ def test_approve_all_captures_the_ids_at_click_time(driver: WindowDriver) -> Non
     assert batches == [["c1"]]
     assert dialog.isVisible()
     dialog.later_button.click()
-    driver.qtbot.waitUntil(task.done, timeout=3000)
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
     outcome = task.result()
     assert outcome.end is ApprovalEnd.DEFERRED
     assert [(s.kind, s.call_ids) for s in outcome.steps] == [("deny", ("c0",)),
@@ -130,7 +130,7 @@ def test_closing_the_window_parks_a_turn_awaiting_approval(
     send(driver, controller, "remove it")
     dialog = wait_dialog(driver, controller)
     dialog.reject()  # the user closes the dialog: the turn keeps waiting in memory
-    driver.qtbot.waitUntil(lambda: controller.pane.review_button.isVisible(), timeout=3000)
+    driver.qtbot.waitUntil(lambda: controller.pane.review_button.isVisible(), timeout=10_000)
     assert controller.pane.pending_label.text() == "Waiting for your decision: 1 call"
     session = controller.session
     assert session is not None

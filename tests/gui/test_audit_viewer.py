@@ -42,7 +42,7 @@ def _open_viewer(driver: WindowDriver) -> tuple[AuditViewer, object]:
     controller = assistant(driver)
     task = driver.window.spawn(controller.open_audit_viewer())
     driver.qtbot.waitUntil(
-        lambda: driver.window.findChild(AuditViewer, "auditViewer") is not None, timeout=3000)
+        lambda: driver.window.findChild(AuditViewer, "auditViewer") is not None, timeout=10_000)
     viewer = driver.window.findChild(AuditViewer, "auditViewer")
     assert viewer is not None
     return viewer, task
@@ -53,10 +53,10 @@ def test_an_offline_turn_appears_with_its_events_and_the_chain_verifies(
 ) -> None:
     run_id = _offline_turn(driver, tmp_path)
     viewer, task = _open_viewer(driver)
-    driver.qtbot.waitUntil(lambda: viewer.runs_table.rowCount() == 1, timeout=3000)
+    driver.qtbot.waitUntil(lambda: viewer.runs_table.rowCount() == 1, timeout=10_000)
     item = viewer.runs_table.item(0, 0)
     assert item is not None and item.text() == run_id
-    driver.qtbot.waitUntil(lambda: viewer.events_table.rowCount() > 0, timeout=3000)
+    driver.qtbot.waitUntil(lambda: viewer.events_table.rowCount() > 0, timeout=10_000)
     kinds = [e.kind for e in viewer.events]
     assert kinds[0] == "run.started"
     assert "tool.approved" in kinds and "document.committed" in kinds
@@ -65,10 +65,10 @@ def test_an_offline_turn_appears_with_its_events_and_the_chain_verifies(
     assert '"hash": "sha256:' in viewer.payload_view.toPlainText()
 
     viewer.verify_button.click()
-    driver.qtbot.waitUntil(lambda: "intact" in viewer.result_label.text(), timeout=3000)
+    driver.qtbot.waitUntil(lambda: "intact" in viewer.result_label.text(), timeout=10_000)
     assert f"{len(kinds)} events checked" in viewer.result_label.text()
     viewer.close_button.click()
-    driver.qtbot.waitUntil(task.done, timeout=3000)
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
 
 
 def test_verify_names_the_first_event_that_was_changed(
@@ -87,18 +87,18 @@ def test_verify_names_the_first_event_that_was_changed(
     finally:
         conn.close()
     viewer, task = _open_viewer(driver)
-    driver.qtbot.waitUntil(lambda: viewer.runs_table.rowCount() == 1, timeout=3000)
+    driver.qtbot.waitUntil(lambda: viewer.runs_table.rowCount() == 1, timeout=10_000)
     viewer.verify_button.click()
-    driver.qtbot.waitUntil(lambda: "BROKEN" in viewer.result_label.text(), timeout=3000)
+    driver.qtbot.waitUntil(lambda: "BROKEN" in viewer.result_label.text(), timeout=10_000)
     assert "event 3" in viewer.result_label.text()
     viewer.reject()
-    driver.qtbot.waitUntil(task.done, timeout=3000)
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
 
 
 def test_the_viewer_says_so_when_there_is_no_audit_trail_yet(driver: WindowDriver) -> None:
     viewer, task = _open_viewer(driver)
-    driver.qtbot.waitUntil(lambda: viewer.result_label.text() != "", timeout=3000)
+    driver.qtbot.waitUntil(lambda: viewer.result_label.text() != "", timeout=10_000)
     assert viewer.result_label.text() == "No assistant runs yet."
     assert not database_path().exists()  # looking never creates the database
     viewer.reject()
-    driver.qtbot.waitUntil(task.done, timeout=3000)
+    driver.qtbot.waitUntil(task.done, timeout=10_000)

@@ -98,7 +98,7 @@ def test_approve_one_deny_one_approve_the_delete_then_undo_the_whole_turn(
 
     assert controller.pane.undo_turn_button.isEnabled()
     controller.pane.undo_turn_button.click()
-    driver.qtbot.waitUntil(lambda: driver.document is original, timeout=5000)
+    driver.qtbot.waitUntil(lambda: driver.document is original, timeout=10_000)
     assert card_statuses(controller)["toolu_1"] == "undone"
     assert card_statuses(controller)["toolu_2"] == "denied"
     assert not controller.pane.undo_turn_button.isEnabled()
@@ -148,7 +148,7 @@ def test_edit_undo_reverts_the_whole_ai_turn_in_one_step(
     assert driver.document is not original
 
     driver.window.undo_action.trigger()
-    driver.qtbot.waitUntil(lambda: driver.document is original, timeout=5000)
+    driver.qtbot.waitUntil(lambda: driver.document is original, timeout=10_000)
     assert card_statuses(controller)["toolu_3"] == "undone"
     assert not controller.pane.undo_turn_button.isEnabled()
     session = controller.session
@@ -185,7 +185,7 @@ def test_stop_mid_stream_keeps_the_partial_text_and_shows_no_error(
     assert session is not None and session.state.outcome is not None
     assert session.state.outcome.value == "cancelled"
     assert "Part 0 of a long answer. Part 1" in view.answer.toPlainText()
-    driver.qtbot.waitUntil(lambda: server.hangups == 1, timeout=5000)  # the connection closed
+    driver.qtbot.waitUntil(lambda: server.hangups == 1, timeout=10_000)  # the connection closed
     assert not controller.pane.error_label.isVisible()
     assert controller.pane.notice_label.isVisible()
     assert "Stopped" in controller.pane.notice_label.text()
@@ -245,8 +245,8 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
     dialog = wait_dialog(driver, controller)
     dialog.later_button.click()
     driver.qtbot.waitUntil(lambda: controller.session is None and not controller._looping,
-                           timeout=5000)
-    driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=5000)
+                           timeout=10_000)
+    driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=10_000)
     run_id = controller.pane.parked_run_ids()[0]
     gov = open_governance()
     try:
@@ -261,7 +261,7 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
         server.script([Reply.sse(anthropic_sse(text="Applied what you approved."))])
         assert second.open(path)
         reopened = assistant(second)
-        second.qtbot.waitUntil(lambda: reopened.pane.parked_run_ids() == [run_id], timeout=5000)
+        second.qtbot.waitUntil(lambda: reopened.pane.parked_run_ids() == [run_id], timeout=10_000)
         label = reopened.pane.parked_area.findChild(QLabel, "parkedRunLabel")
         assert label is not None and label.text() == "Waiting for your decision: 3 calls"
         button = reopened.pane.parked_area.findChild(QPushButton, "parkedRunReviewButton")
@@ -278,7 +278,7 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
         assert threat_1 is not None and threat_1.severity.value == "critical"  # type: ignore[attr-defined]
         assert _threat(second, "threat-3") is None
         assert "Applied what you approved." in reopened.pane.current_turn.answer.toPlainText()  # type: ignore[union-attr]
-        second.qtbot.waitUntil(lambda: reopened.pane.parked_run_ids() == [], timeout=5000)
+        second.qtbot.waitUntil(lambda: reopened.pane.parked_run_ids() == [], timeout=10_000)
         gov = open_governance()
         try:
             assert gov.runs.get(run_id).status is RunStatus.FINISHED

@@ -37,7 +37,7 @@ from stockade.governance.session import (
 )
 from stockade.loop.history import DocumentSession
 from stockade.loop.runner import document_digest
-from stockade.loop.serialize import SnapshotError, turn_from_json
+from stockade.loop.serialize import turn_from_json
 from stockade.loop.state import TurnOutcome, TurnPhase, TurnState
 from stockade.loop.transaction import UndoAvailability
 from stockade.protocol.messages import Message, flatten_text
@@ -467,7 +467,7 @@ class AssistantController(QObject):
 
     def _render(self, state: TurnState) -> None:
         view = self._view
-        if view is None:
+        if view is None or self._closed:
             return
         view.answer.set_markdown(turn_text(state, self._base_count))
         view.sync_calls(state.calls)
@@ -608,7 +608,7 @@ class AssistantController(QObject):
 
     async def _finish_after_cancel(self, session: AssistantSession) -> None:
         state = await session.wait_cancelled()
-        if session is self.session:
+        if session is self.session and not self._closed:
             self._finish(session, state)
 
     def _on_pane_undoTurnRequested(self) -> None:
@@ -626,6 +626,8 @@ class AssistantController(QObject):
         if session is None or not self.turn_undoable():
             return False
         undone = await session.undo()
+        if self._closed:
+            return undone
         if undone:
             if self._view is not None:
                 self._view.sync_calls(session.state.calls, undone=True)
@@ -659,6 +661,8 @@ class AssistantController(QObject):
         base = session.document_session.document
         if self.window.open_document.is_dirty:
             base = await self.worker.run(lambda: _read_model(path))
+        if self._closed or session is not self.session:
+            return False  # closing parked it already
         try:
             session.park(base_document=base)
         except Exception as exc:  # keyring or database: the turn keeps waiting in memory
@@ -749,15 +753,15 @@ class AssistantController(QObject):
     async def refresh_parked(self) -> list[dict[str, Any]]:
         """Re-read the parked runs of the open document and show them in the pane."""
         path = self._document_path()
-        if path is None or self._closed or not await self.worker.run(_database_exists):
-            runs: list[dict[str, Any]] = []
-        else:
-            try:
+        runs: list[dict[str, Any]] = []
+        try:
+            if path is not None and not self._closed and \
+                    await self.worker.run(_database_exists):
                 runs = await self.worker.call(lambda g: parked_runs(g, path))
-            except StoreError as exc:
-                if not self._closed:
-                    self.pane.set_error(str(exc))
-                return []
+        except StoreError as exc:
+            if not self._closed:
+                self.pane.set_error(str(exc))
+            return []
         if self._closed:
             return runs
         self.parked = runs
@@ -798,8 +802,11 @@ class AssistantController(QObject):
             snapshot = await self.worker.call(lambda g: g.runs.open_snapshot(run_id))
             state = turn_from_json(snapshot["runner"]["turn"], default_registry())
             document = ThreatModel.model_validate(snapshot["document"])
-        except (StoreError, SnapshotError, KeyError, ValueError, Exception) as exc:
-            self.pane.set_error(f"This waiting turn cannot be opened: {_plain(exc)}")
+        except Exception as exc:  # store, keyring, tampered seal, unusable snapshot: all refusals
+            if not self._closed:
+                self.pane.set_error(f"This waiting turn cannot be opened: {_plain(exc)}")
+            return
+        if self._closed:
             return
         record = next((r for r in self.parked if r["run_id"] == run_id), None)
         decided = {p["call_id"] for p in (record or {}).get("pending", [])
@@ -807,6 +814,8 @@ class AssistantController(QObject):
         undecided = [c for c in state.pending_calls() if c.id not in decided]
         if undecided:
             views = await pending_views(undecided, document)
+            if self._closed:
+                return
             dialog = ApprovalDialog(views, self.window, title="Decide the waiting changes",
                                     intro="This turn was saved while waiting for you. Approve or "
                                           "deny each change; once all are decided it continues.")
@@ -826,8 +835,11 @@ class AssistantController(QObject):
                         await self.worker.call(_decision(run_id, call_id, step.kind != "deny",
                                                          self.actor))
             except (StoreError, ValueError) as exc:
-                self.pane.set_error(f"The decision could not be recorded: {_plain(exc)}")
-                await self.refresh_parked()
+                if not self._closed:
+                    self.pane.set_error(f"The decision could not be recorded: {_plain(exc)}")
+                    await self.refresh_parked()
+                return
+            if self._closed:
                 return
             if outcome.end is not ApprovalEnd.DECIDED:
                 await self.refresh_parked()
@@ -840,16 +852,19 @@ class AssistantController(QObject):
         if history is None:
             self.pane.set_error(NO_DOCUMENT_TEXT)
             return
+        install_asyncgen_hooks()
         try:
             ticket = await self.worker.call(lambda g: AssistantSession.prepare_resume(g, run_id))
-        except Exception as exc:
-            self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
-            await self.refresh_parked()
+            await self.worker.run(_import_providers)
+        except Exception as exc:  # undecided calls, changed document, tampered seal, store
+            if not self._closed:
+                self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
+                await self.refresh_parked()
+            return
+        if self._closed or history is not self.window.open_document.history:
             return
         if not self._adopt_snapshot_document(history, snapshot):
             return
-        install_asyncgen_hooks()
-        await self.worker.run(_import_providers)
         provider_name = str(snapshot.get("provider_name", ""))
         model = str(snapshot.get("model", ""))
         self._base_count = int(snapshot.get("base_count", 0))
@@ -862,11 +877,15 @@ class AssistantController(QObject):
             session = await AssistantSession.resume(
                 self._main_gov(), ticket, provider=provider, document_session=history,
                 on_state=self._on_runner_state)
-        except Exception as exc:
+        except Exception as exc:  # the claim lost, or the snapshot no longer matches its tools
             log.info("resume refused: %s", type(exc).__name__)
+            if self._closed:
+                return
             self.pane.set_busy(False)
             self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
             await self.refresh_parked()
+            return
+        if self._closed:
             return
         self.session = session
         await self.refresh_parked()

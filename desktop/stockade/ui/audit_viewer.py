@@ -71,6 +71,7 @@ class AuditViewer(QDialog):
         self._future: asyncio.Future[None] | None = None
         self._runs: list[RunRow] = []
         self.events: list[TrajectoryEvent] = []
+        self._closed = False  # finished: widgets may be gone, late results are dropped
         layout = QVBoxLayout(self)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.runs_table = QTableWidget(0, len(RUN_COLUMNS), splitter)
@@ -112,6 +113,7 @@ class AuditViewer(QDialog):
         await self._future
 
     def _on_finished(self, _result: int) -> None:
+        self._closed = True
         if self._future is not None and not self._future.done():
             self._future.set_result(None)
         self.deleteLater()
@@ -130,7 +132,10 @@ class AuditViewer(QDialog):
         try:
             rows = await self._call(runs) or []
         except StoreError as exc:
-            self.result_label.setText(str(exc))
+            if not self._closed:
+                self.result_label.setText(str(exc))
+            return
+        if self._closed:
             return
         self._runs = rows
         self.runs_table.setRowCount(len(rows))
@@ -154,7 +159,10 @@ class AuditViewer(QDialog):
         try:
             events = await self._call(lambda g: g.trajectory.events(run_id)) or []
         except StoreError as exc:
-            self.result_label.setText(str(exc))
+            if not self._closed:
+                self.result_label.setText(str(exc))
+            return
+        if self._closed:
             return
         self.events = events
         self.events_table.setRowCount(len(events))
@@ -179,10 +187,14 @@ class AuditViewer(QDialog):
         try:
             result = await self._call(lambda g: g.trajectory.verify_chain())
         except StoreError as exc:
-            self.result_label.setText(str(exc))
+            if not self._closed:
+                self.result_label.setText(str(exc))
             return None
         finally:
-            self.verify_button.setEnabled(True)
+            if not self._closed:
+                self.verify_button.setEnabled(True)
+        if self._closed:
+            return result
         if result is None:
             self.result_label.setText("There is no audit trail yet.")
             return None

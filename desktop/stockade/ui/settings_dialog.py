@@ -73,6 +73,7 @@ class SettingsDialog(QDialog):
         self._controller = controller
         self._future: asyncio.Future[bool] | None = None
         self._saved = False
+        self._closed = False  # finished: widgets may be gone, late results are dropped
         settings = controller.settings
         layout = QVBoxLayout(self)
 
@@ -212,6 +213,7 @@ class SettingsDialog(QDialog):
         return await self._future
 
     def _on_finished(self, _result: int) -> None:
+        self._closed = True
         if self._future is not None and not self._future.done():
             self._future.set_result(self._saved)
         self.deleteLater()
@@ -238,6 +240,8 @@ class SettingsDialog(QDialog):
         try:
             keyring_status, statuses = await worker.run(read_keys)
         except (StoreError, SecretsError, RuntimeError):
+            return
+        if self._closed:
             return
         self.keyring_label.setText(keyring_status.message)
         self.keyring_label.setStyleSheet("" if keyring_status.is_secure else "color: #92400e;")
@@ -268,7 +272,10 @@ class SettingsDialog(QDialog):
             day, month = (await worker.call(spend)) if await worker.run(_database_exists) \
                 else (0, 0)
         except (StoreError, RuntimeError):
-            self.spend_label.setText("Spent so far: not available")
+            if not self._closed:
+                self.spend_label.setText("Spent so far: not available")
+            return
+        if self._closed:
             return
         self.spend_label.setText(f"Spent so far: {day} credits today, {month} this month")
 
@@ -284,8 +291,11 @@ class SettingsDialog(QDialog):
 
         try:
             await self._controller.worker.run(store)
-        except SecretsError as exc:
-            self._show_error(str(exc))
+        except (SecretsError, StoreError) as exc:
+            if not self._closed:
+                self._show_error(str(exc))
+            return
+        if self._closed:
             return
         self._show_error(None)
         await self.refresh_status()
@@ -298,8 +308,11 @@ class SettingsDialog(QDialog):
 
         try:
             await self._controller.worker.run(remove)
-        except SecretsError as exc:
-            self._show_error(str(exc))
+        except (SecretsError, StoreError) as exc:
+            if not self._closed:
+                self._show_error(str(exc))
+            return
+        if self._closed:
             return
         self._show_error(None)
         await self.refresh_status()
@@ -347,10 +360,13 @@ class SettingsDialog(QDialog):
             return False
         try:
             await self._controller.save_settings(settings)
-        except OSError as exc:
-            self._show_error(f"The settings could not be saved ({type(exc).__name__}).")
+        except (OSError, StoreError) as exc:
+            if not self._closed:
+                self._show_error(f"The settings could not be saved ({type(exc).__name__}).")
             return False
         self._controller.apply_settings(settings)
+        if self._closed:
+            return True
         self._saved = True
         self.accept()
         return True
