@@ -287,3 +287,50 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
     finally:
         second.window._close_approved = True
         second.window.close()
+
+
+def test_work_committed_before_decide_later_survives_closing_without_saving(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    from tests.gui.conftest import WindowDriver as Driver
+
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[threat_update("toolu_a", "threat-1",
+                                                          severity="low")])),
+        Reply.sse(anthropic_sse(tool_calls=[threat_delete("toolu_b", "threat-3")])),
+    ])
+    path = copy_fixture(tmp_path)
+    assert driver.open(path)
+    controller = assistant(driver)
+    choose(controller)
+    send(driver, controller, "lower threat-1 then remove threat-3")
+    first = wait_dialog(driver, controller)
+    first.rows["toolu_a"].approve_button.click()
+    driver.qtbot.waitUntil(lambda: controller.dialog is not None and controller.dialog is not first
+                           and controller.dialog.isVisible(), timeout=30_000)
+    assert driver.window.open_document.is_dirty  # threat-1 was lowered, not saved
+    controller.dialog.later_button.click()  # type: ignore[union-attr]
+    driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=10_000)
+    driver.window._close_approved = True  # "discard" the unsaved change
+    driver.window.close()
+
+    second = Driver(driver.qtbot)
+    try:
+        server.script([Reply.sse(anthropic_sse(text="Both done."))])
+        assert second.open(path)
+        reopened = assistant(second)
+        assert next(t for t in second.document.threats if t.id == "threat-1").severity.value \
+            == "high"  # the file never got the change
+        second.qtbot.waitUntil(lambda: len(reopened.pane.parked_run_ids()) == 1, timeout=10_000)
+        reopened.pane.reviewRequested.emit(reopened.pane.parked_run_ids()[0])
+        review = wait_dialog(second, reopened)
+        assert list(review.rows) == ["toolu_b"]
+        review.rows["toolu_b"].approve_button.click()
+        wait_settled(second, reopened)
+        threats = {t.id: t for t in second.document.threats}
+        assert threats["threat-1"].severity.value == "low"  # restored from the parked turn
+        assert "threat-3" not in threats
+        assert second.window.open_document.can_undo
+    finally:
+        second.window._close_approved = True
+        second.window.close()
