@@ -124,3 +124,24 @@ def test_the_dialog_shows_credit_spend_so_far(driver: WindowDriver) -> None:
         lambda: dialog.spend_label.text().startswith("Spent so far: 0 credits today"),
         timeout=10_000)
     dialog.reject()
+
+
+def test_provider_and_model_come_from_the_model_list_and_are_saved(driver: WindowDriver) -> None:
+    dialog, task = _open(driver)
+    dialog.provider_combo.setCurrentIndex(dialog.provider_combo.findData("openai"))
+    assert not dialog.model_combo.isEditable()
+    dialog.model_combo.setCurrentIndex(dialog.model_combo.findData("gpt-5.6-luna"))
+    dialog.provider_combo.setCurrentIndex(dialog.provider_combo.findData("local"))
+    assert dialog.model_combo.isEditable()
+    dialog.model_combo.setEditText("llama3.3")
+    dialog.guard_combo.setCurrentIndex(dialog.guard_combo.findData("block"))
+    dialog.day_budget.setValue(dialog.day_budget.minimum())  # "No limit"
+    dialog.save_button.click()
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
+    saved = load_settings()
+    assert saved.provider == "local"
+    assert saved.models["openai"] == "gpt-5.6-luna"
+    assert saved.models["local"] == "llama3.3"
+    assert saved.guard_policy.value == "block"
+    assert saved.credits.per_day is None
+    assert assistant(driver).pane.selection() == ("local", "llama3.3")

@@ -84,14 +84,16 @@ class SettingsDialog(QDialog):
         for name, label in PROVIDER_LABELS.items():
             self.provider_combo.addItem(label, name)
         self.provider_combo.setCurrentIndex(max(self.provider_combo.findData(settings.provider), 0))
-        self.model_edit = QLineEdit(settings.model_for(), general)
-        self.model_edit.setObjectName("settingsModelEdit")
+        self.model_combo = QComboBox(general)
+        self.model_combo.setObjectName("settingsModelCombo")
         self._models = dict(settings.models)
+        self._shown_provider: str = settings.provider
+        self._fill_models(settings.provider)
         self.provider_combo.currentIndexChanged.connect(self._on_provider_combo_changed)
         self.base_url_edit = QLineEdit(settings.local_base_url, general)
         self.base_url_edit.setObjectName("settingsBaseUrlEdit")
         form.addRow("Provider", self.provider_combo)
-        form.addRow("Model", self.model_edit)
+        form.addRow("Model", self.model_combo)
         form.addRow("Local server URL", self.base_url_edit)
         layout.addWidget(general)
 
@@ -219,12 +221,31 @@ class SettingsDialog(QDialog):
         self.deleteLater()
 
     def _on_provider_combo_changed(self, _index: int) -> None:
-        previous = getattr(self, "_shown_provider", self._controller.settings.provider)
-        self._models[previous] = self.model_edit.text().strip()
+        self._models[self._shown_provider] = self.chosen_model()
         provider = str(self.provider_combo.currentData())
         self._shown_provider = provider
-        self.model_edit.setText(self._models.get(provider) or
-                                self._controller.settings.model_for(provider))
+        self._fill_models(provider)
+
+    def _fill_models(self, provider: str) -> None:
+        """The listed models of `provider`; a local server's model name is typed in."""
+        from stockade.protocol.models import models_for
+
+        listed = models_for(provider)
+        current = self._models.get(provider) or self._controller.settings.model_for(provider)
+        self.model_combo.clear()
+        configurable = any(m.configurable for m in listed)
+        self.model_combo.setEditable(configurable)
+        if configurable:
+            self.model_combo.addItem(current, current)
+        else:
+            for model in listed:
+                self.model_combo.addItem(model.label, model.id)
+            self.model_combo.setCurrentIndex(max(self.model_combo.findData(current), 0))
+
+    def chosen_model(self) -> str:
+        if self.model_combo.isEditable():
+            return self.model_combo.currentText().strip()
+        return str(self.model_combo.currentData() or "")
 
     # -- keys and spend --------------------------------------------------------------------
 
@@ -328,7 +349,7 @@ class SettingsDialog(QDialog):
         current = self._controller.settings
         provider = str(self.provider_combo.currentData())
         models = dict(self._models)
-        model = self.model_edit.text().strip()
+        model = self.chosen_model()
         if model:
             models[provider] = model
 
