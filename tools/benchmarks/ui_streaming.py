@@ -3,8 +3,10 @@
 A scripted in-process provider sends 500 text deltas per second through the real governed
 turn (session, runner, reducer, audit trail, ledger) into the real chat pane, which renders
 the growing Markdown answer. Meanwhile a 10 ms QTimer records how late each of its ticks
-fires. The target: the loop never stalls more than 50 ms (max lateness). Runs in a fresh
-subprocess; `run()` returns rows for `tools/bench ui`.
+fires. The target: the loop never stalls more than 50 ms (max lateness). Two turns run: the
+first of a process also imports the provider SDKs on a worker thread (reported as its own
+row), the second is the steady state. Runs in a fresh subprocess; `rows()` feeds
+`tools/bench ui`.
 """
 
 from __future__ import annotations
@@ -87,18 +89,46 @@ def _child(model_path: str) -> None:
     controller = window.assistant
     controller.make_provider = lambda *args: TimedProvider()  # type: ignore[method-assign]
     lateness: list[float] = []
+    at: list[float] = []
     last = [0.0]
 
     def tick() -> None:
         now = time.perf_counter()
         if last[0]:
             lateness.append(max(0.0, (now - last[0]) * 1000 - TIMER_MS))
+            at.append(now)
         last[0] = now
 
     timer = QTimer()
     timer.setTimerType(timer.timerType().PreciseTimer)
     timer.setInterval(TIMER_MS)
     timer.timeout.connect(tick)
+
+    async def one_turn(prompt: str) -> dict[str, Any]:
+        lateness.clear()
+        at.clear()
+        last[0] = 0.0
+        started = time.perf_counter()
+        timer.start()
+        await controller.send(prompt)
+        elapsed = time.perf_counter() - started
+        timer.stop()
+        view = controller.pane.current_turn
+        text = view.answer.toPlainText() if view is not None else ""
+        ordered = sorted(lateness)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+        session = controller.session
+        worst = max(lateness, default=0.0)
+        return {
+            "outcome": session.state.outcome.value if session and session.state.outcome else None,
+            "deltas": total,
+            "stream_seconds": elapsed,
+            "ticks": len(lateness),
+            "max_ms": worst,
+            "max_at_s": at[lateness.index(worst)] - started if lateness else 0.0,
+            "p99_ms": p99,
+            "rendered_chars": len(text),
+        }
 
     async def scenario() -> dict[str, Any]:
         await window.open_file(model_path)
@@ -107,25 +137,25 @@ def _child(model_path: str) -> None:
         controller.pane.set_choices(model_choices(), "offline", "stride-rules")
         controller.show_chat()
         await asyncio.sleep(0.2)
-        timer.start()
-        started = time.perf_counter()
-        await controller.send("Stream a long answer.")
-        elapsed = time.perf_counter() - started
-        timer.stop()
-        view = controller.pane.current_turn
-        text = view.answer.toPlainText() if view is not None else ""
-        ordered = sorted(lateness)
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-        session = controller.session
-        return {
-            "outcome": session.state.outcome.value if session and session.state.outcome else None,
-            "deltas": total,
-            "stream_seconds": elapsed,
-            "ticks": len(lateness),
-            "max_ms": max(lateness, default=0.0),
-            "p99_ms": p99,
-            "rendered_chars": len(text),
-        }
+        # The first turn of a process also imports the provider SDKs (on a worker thread);
+        # it is reported on its own, the steady state is the second turn.
+        profile_turn = os.environ.get("STOCKADE_BENCH_PROFILE", "")
+        results = {}
+        for name, prompt in (("cold", "Stream a long answer."),
+                             ("warm", "Stream another long answer.")):
+            if profile_turn == name:  # a developer aid: where did the loop's time go?
+                import cProfile
+                import pstats
+
+                profile = cProfile.Profile()
+                profile.enable()
+                results[name] = await one_turn(prompt)
+                profile.disable()
+                pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(45)
+            else:
+                results[name] = await one_turn(prompt)
+        cold, warm = results["cold"], results["warm"]
+        return {**warm, "cold": cold}
 
     with loop:
         report = loop.run_until_complete(scenario())
@@ -155,8 +185,8 @@ def measure() -> dict[str, Any]:
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"the streaming benchmark child failed: {result.stderr.strip()[-2000:]}")
     report: dict[str, Any] = json.loads(lines[-1])
-    if report["outcome"] != "completed":
-        raise RuntimeError(f"the streamed turn did not complete: {report}")
+    if report["outcome"] != "completed" or report["cold"]["outcome"] != "completed":
+        raise RuntimeError(f"the streamed turns did not complete: {report}")
     return report
 
 
@@ -170,6 +200,9 @@ def rows() -> list[dict[str, Any]]:
         {"benchmark": "ui_stream_500_deltas_per_s_timer_drift", "metric": "p99_lateness",
          "value": round(report["p99_ms"], 1), **common,
          "ratio": round(report["p99_ms"] / TARGET_MAX_STALL_MS, 3)},
+        {"benchmark": "ui_stream_first_turn_timer_drift", "metric": "max_lateness",
+         "value": round(report["cold"]["max_ms"], 1), **common,
+         "ratio": round(report["cold"]["max_ms"] / TARGET_MAX_STALL_MS, 3)},
     ]
 
 

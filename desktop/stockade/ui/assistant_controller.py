@@ -169,6 +169,8 @@ class AssistantController(QObject):
         self.dialog: ApprovalDialog | None = None
         self.parked: list[dict[str, Any]] = []
         self._gov: Governance | None = None
+        self._registry: Any = None
+        self._loading_tools: asyncio.Future[Any] | None = None
         self._conversation: tuple[Message, ...] = ()
         self._base_count = 0
         self._view: TurnView | None = None
@@ -197,6 +199,7 @@ class AssistantController(QObject):
         self.pane.set_choices(model_choices(), self.settings.provider,
                               self.settings.model_for())
         self.pane.promptSubmitted.connect(self._on_pane_promptSubmitted)
+        self.pane.prompt_edit.textChanged.connect(self._on_prompt_edit_textChanged)
         self.pane.stopRequested.connect(self.stop)
         self.pane.undoTurnRequested.connect(self._on_pane_undoTurnRequested)
         self.pane.reviewRequested.connect(self._on_pane_reviewRequested)
@@ -343,6 +346,35 @@ class AssistantController(QObject):
         if not self.pane.busy:
             self.pane.set_choices(model_choices(), settings.provider, settings.model_for())
 
+    async def _tools(self) -> Any:
+        """The tool registry every turn of this window uses (built off the UI thread, once).
+
+        The worker also opens the database first, so creating or migrating it (file writes)
+        happens there and the event-loop thread's own connection only has to attach.
+        """
+        if self._registry is None:
+            if self._loading_tools is None:
+                self._loading_tools = asyncio.ensure_future(self._load_tools())
+            try:
+                self._registry = await asyncio.shield(self._loading_tools)
+            except Exception:
+                self._loading_tools = None  # the next turn tries again
+                raise
+        return self._registry
+
+    async def _load_tools(self) -> Any:
+        registry = await self.worker.run(_load_turn_tools)
+        if self._gov is None:
+            await self.worker.call(lambda _gov: None)
+        return registry
+
+    def _on_prompt_edit_textChanged(self) -> None:
+        # Load the SDKs while the user types: their import briefly competes with the UI
+        # thread for the interpreter, better now than while an answer streams.
+        if self._registry is None and self._loading_tools is None and not self._closed:
+            self._loading_tools = asyncio.ensure_future(self._load_tools())
+            self._loading_tools.add_done_callback(_quiet)
+
     def _main_gov(self) -> Governance:
         """The governance the session hooks use on the event-loop thread (opened on demand)."""
         if self._gov is None:
@@ -411,8 +443,7 @@ class AssistantController(QObject):
     async def _send(self, prompt: str) -> None:
         install_asyncgen_hooks()
         self.pane.set_busy(True)
-        # The provider SDKs take seconds to import: never on the UI thread.
-        await self.worker.run(_import_providers)
+        registry = await self._tools()
         history = self.window.open_document.history
         if history is None or self._closed:
             self.pane.set_busy(False)
@@ -430,7 +461,7 @@ class AssistantController(QObject):
                 provider=provider, provider_name=provider_name, model=model,
                 limits=settings.turn_limits(), budgets=settings.credits.budgets(),
                 guard_policy=settings.guard_policy, approve=ApprovePolicy.MANUAL,
-                on_state=self._on_runner_state, base_url=base_url)
+                registry=registry, on_state=self._on_runner_state, base_url=base_url)
         except (ValueError, PriceBookError, StoreError) as exc:
             self.pane.set_busy(False)
             self.pane.set_error(str(exc))
@@ -796,11 +827,9 @@ class AssistantController(QObject):
             self._looping = False
 
     async def _review_parked(self, run_id: str) -> None:
-        from stockade.tools.registry import default_registry
-
         try:
             snapshot = await self.worker.call(lambda g: g.runs.open_snapshot(run_id))
-            state = turn_from_json(snapshot["runner"]["turn"], default_registry())
+            state = turn_from_json(snapshot["runner"]["turn"], await self._tools())
             document = ThreatModel.model_validate(snapshot["document"])
         except Exception as exc:  # store, keyring, tampered seal, unusable snapshot: all refusals
             if not self._closed:
@@ -855,7 +884,7 @@ class AssistantController(QObject):
         install_asyncgen_hooks()
         try:
             ticket = await self.worker.call(lambda g: AssistantSession.prepare_resume(g, run_id))
-            await self.worker.run(_import_providers)
+            registry = await self._tools()
         except Exception as exc:  # undecided calls, changed document, tampered seal, store
             if not self._closed:
                 self.pane.set_error(f"The waiting turn cannot continue: {_plain(exc)}")
@@ -876,7 +905,7 @@ class AssistantController(QObject):
             provider = self.make_provider(provider_name, model, snapshot.get("base_url"), history)
             session = await AssistantSession.resume(
                 self._main_gov(), ticket, provider=provider, document_session=history,
-                on_state=self._on_runner_state)
+                registry=registry, on_state=self._on_runner_state)
         except Exception as exc:  # the claim lost, or the snapshot no longer matches its tools
             log.info("resume refused: %s", type(exc).__name__)
             if self._closed:
@@ -923,8 +952,22 @@ class AssistantController(QObject):
         await viewer.ask()
 
 
-def _import_providers() -> None:
-    import stockade.providers.factory  # noqa: F401
+def _quiet(task: asyncio.Future[Any]) -> None:
+    """Retrieve a background warm-up's outcome (the turn that needs it reports failures)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _load_turn_tools() -> Any:
+    """The tool registry, with the provider SDKs imported: a second or more of work (SDK
+    imports, 16 JSON schemas) that must never run on the UI thread. Built once per window."""
+    import stockade.providers.factory
+    import stockade.tools.prompt  # noqa: F401
+    from stockade.tools.registry import default_registry
+
+    registry = default_registry()
+    registry.specs()
+    return registry
 
 
 def _decision(run_id: str, call_id: str, approve: bool,
