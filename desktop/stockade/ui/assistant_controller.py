@@ -282,6 +282,11 @@ class AssistantController(QObject):
                 state = await session.start(SCREENSHOT_PROMPT)
                 outcome["state"] = state
                 outcome["views"] = await pending_views(state.pending_calls(), history.document)
+                # The picture is taken from the state above; the run itself is closed as
+                # cancelled so it is not left "running" (and later marked interrupted).
+                session.cancel()
+                await session.wait_cancelled()
+                gov.close()
 
             try:
                 asyncio.run(turn())
@@ -618,7 +623,7 @@ class AssistantController(QObject):
         usage = summary.usage
         text = (f"Tokens: {usage['input_tokens']} in, {usage['output_tokens']} out · "
                 f"Credits spent: {summary.credits_spent}")
-        permit = getattr(session.hooks, "_last_permit", None)
+        permit = session.hooks.last_permit
         if permit is not None:
             text += (f" (last request reserved {permit.reserved_credits}, "
                      f"estimated {permit.estimated_credits})")
