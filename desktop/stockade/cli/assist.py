@@ -84,11 +84,21 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def open_gov() -> Governance:
-    """Open governance for a command (recovering runs a crash left mid-step)."""
+def open_gov(*, recover: bool = True) -> Governance | None:
+    """Open governance for a command, or print why the database cannot be used (→ None).
+
+    `recover` marks runs a crashed process left mid-step as interrupted; read-only commands
+    pass False so they do not append to what they inspect.
+    """
     from stockade.governance.session import open_governance
 
-    return open_governance()
+    try:
+        return open_governance(recover=recover)
+    except StoreError as exc:
+        print_error(str(exc))
+    except sqlite3.DatabaseError as exc:
+        print_error(str(as_store_error(exc, database_path())))
+    return None
 
 
 def make_provider(provider_name: str, model: str, base_url: str | None,
@@ -201,13 +211,8 @@ def run(args: argparse.Namespace) -> int:
 
         limits = replace(limits, max_iterations=args.max_iterations)
     budgets = settings.credits.budgets(per_turn=args.budget)
-    try:
-        gov = open_gov()
-    except StoreError as exc:
-        print_error(str(exc))
-        return ExitCode.FAILED
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, database_path())))
+    gov = open_gov()
+    if gov is None:
         return ExitCode.FAILED
     try:
         document_session = DocumentSession(document)

@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from stockade.cli.common import ExitCode, print_error, print_json
-from stockade.store import StoreError, database_path
 from stockade.store.database import as_store_error
 
 
@@ -24,16 +23,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stockade.governance.session import open_governance
+    from stockade.cli.assist import open_gov
 
-    try:
-        # Read-only commands: no crash recovery here, it would append to what we check.
-        gov = open_governance(recover=False)
-    except StoreError as exc:
-        print_error(str(exc))
-        return ExitCode.FAILED
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, database_path())))
+    # Read-only commands: no crash recovery here, it would append to what we check.
+    gov = open_gov(recover=False)
+    if gov is None:
         return ExitCode.FAILED
     try:
         if args.audit_command == "verify":

@@ -16,7 +16,7 @@ from stockade.governance.sealing import SealError
 from stockade.governance.session import AssistantSession, decide_parked
 from stockade.loop.history import DocumentSession
 from stockade.loop.serialize import SnapshotError
-from stockade.store import ConflictError, NotFoundError, StoreError, database_path
+from stockade.store import ConflictError, NotFoundError, StoreError
 from stockade.store.database import as_store_error
 from stockade.store.runs import RunRow, RunStatus
 from stockade.thf.errors import ThfError
@@ -66,13 +66,8 @@ def _run_json(row: RunRow) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        gov = open_gov()
-    except StoreError as exc:
-        print_error(str(exc))
-        return ExitCode.FAILED
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, database_path())))
+    gov = open_gov()
+    if gov is None:
         return ExitCode.FAILED
     try:
         handler = {"list": _list, "show": _show, "approve": _decide, "deny": _decide,
