@@ -149,3 +149,20 @@ def test_sending_without_a_document_says_so_in_one_line(driver: WindowDriver) ->
     driver.qtbot.waitUntil(controller.pane.error_label.isVisible, timeout=10_000)
     assert controller.pane.error_label.text() == "Open or create a threat model first."
     assert controller.session is None
+
+
+def test_a_damaged_database_error_wraps_so_its_advice_is_readable_in_a_narrow_pane(
+    driver: WindowDriver, tmp_path: Path
+) -> None:
+    from stockade.store.database import database_path
+
+    database_path().parent.mkdir(parents=True, exist_ok=True)
+    database_path().write_bytes(b"this is not a database file" * 64)
+    controller = assistant(driver)
+    assert driver.open(copy_fixture(tmp_path))
+    label = controller.pane.error_label
+    driver.qtbot.waitUntil(label.isVisible, timeout=10_000)
+    assert "Move it aside" in label.text()
+    # Unwrapped, the label would ask for the whole sentence's width and be cut at the edge.
+    assert label.minimumSizeHint().width() < controller.pane.minimumWidth()
+    assert label.heightForWidth(controller.pane.minimumWidth()) > label.fontMetrics().height()

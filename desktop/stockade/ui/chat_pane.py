@@ -199,6 +199,7 @@ class ChatPane(QWidget):
         self.pending_label = plain_label("", self)
         self.pending_label.setObjectName("chatPendingLabel")
         self.pending_label.setStyleSheet("color: #92400e;")
+        self.pending_label.setWordWrap(True)
         self.review_button = QPushButton("Review…", self)
         self.review_button.setObjectName("chatReviewButton")
         self.review_button.clicked.connect(lambda _c=False: self.reviewRequested.emit(""))
@@ -216,6 +217,9 @@ class ChatPane(QWidget):
         self.error_label = plain_label("", self)
         self.error_label.setObjectName("chatErrorLabel")
         self.error_label.setStyleSheet("color: #b91c1c;")
+        # Authored errors can be long (a damaged database says how to move it aside): wrap
+        # them, or the end of the advice is cut off at the pane's edge.
+        self.error_label.setWordWrap(True)
         self.error_label.hide()
         layout.addWidget(self.error_label)
         self.usage_label = plain_label("", self)
@@ -395,6 +399,7 @@ class ChatPane(QWidget):
                     "decided")
             label = plain_label(text, row)
             label.setObjectName("parkedRunLabel")
+            label.setWordWrap(True)
             button = QPushButton("Review…" if run.undecided else "Continue", row)
             button.setObjectName("parkedRunReviewButton")
             button.clicked.connect(lambda _c=False, rid=run.run_id: self.reviewRequested.emit(rid))
