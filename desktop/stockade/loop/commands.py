@@ -88,6 +88,9 @@ class UndoTurn:
     """Mark the turn's committed calls undone (the runner has already restored the document)."""
 
     type: ClassVar[str] = "undo_turn"
+    kept: frozenset[str] = frozenset()
+    """Calls that committed before the turn was parked and resumed: their edits sit under an
+    earlier undo entry that this undo does not revert, so they stay succeeded."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -629,17 +629,17 @@ def _on_undo_turn(state: TurnState, cmd: UndoTurn) -> TurnState:
     return state  # only meaningful once settled (handled by the settled guard)
 
 
-def _reverted(c: CallRecord) -> bool:
-    # Read calls changed nothing, so there is nothing of theirs to undo; they stay succeeded.
-    return c.status is CallStatus.SUCCEEDED and c.effect is ToolEffect.MUTATE
+def _mark_undone(state: TurnState, cmd: UndoTurn) -> TurnState:
+    def reverted(c: CallRecord) -> bool:
+        # Read calls changed nothing, so there is nothing of theirs to undo; they stay succeeded.
+        return (c.status is CallStatus.SUCCEEDED and c.effect is ToolEffect.MUTATE
+                and c.id not in cmd.kept)
 
-
-def _mark_undone(state: TurnState) -> TurnState:
-    if not any(_reverted(c) for c in state.calls):
+    if not any(reverted(c) for c in state.calls):
         return state
     return state.evolve(
         calls=tuple(
-            _with_call(c, status=CallStatus.UNDONE) if _reverted(c) else c for c in state.calls
+            _with_call(c, status=CallStatus.UNDONE) if reverted(c) else c for c in state.calls
         )
     )
 
@@ -678,7 +678,7 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     handler = _HANDLERS.get(type(input))
     if state.phase is TurnPhase.SETTLED:
         if type(input) is UndoTurn:
-            return _mark_undone(state)
+            return _mark_undone(state, input)
         if type(input) is ChargeCredits:
             return _on_charge_credits(state, input)
         kind = getattr(input, "type", type(input).__name__)

@@ -166,6 +166,9 @@ class TurnRunner:
         self._validator = validator
         self._state = TurnState()
         self._ledger = TurnUndoLedger(label=undo_label)
+        # Calls a resumed turn had already run: their commits sit under an undo entry of the
+        # run that parked, which this runner's ledger never saw (see `resume`).
+        self._done_before_resume: frozenset[str] = frozenset()
         self._driving = False
         self._inflight: asyncio.Future[Any] | None = None
         self._cancelled = asyncio.Event()
@@ -276,15 +279,17 @@ class TurnRunner:
             return False
         if self.undo_availability() is not UndoAvailability.UNDOABLE:
             return False
+        kept = self._done_before_resume
         payload = {
-            "calls": [c.id for c in state.calls if c.status is CallStatus.SUCCEEDED],
+            "calls": [c.id for c in state.calls
+                      if c.status is CallStatus.SUCCEEDED and c.id not in kept],
             "document_before": document_digest(self._session.document),
         }
         if not await self._record(StepKind.TURN_UNDONE, payload):
             return False
         if not undo_ledger_turn(self._ledger, self._session):
             return False
-        self._dispatch(UndoTurn())
+        self._dispatch(UndoTurn(kept=kept))
         return True
 
     async def drive(self) -> TurnState:
@@ -356,6 +361,11 @@ class TurnRunner:
         runner = cls(provider, state.tool_set, session, **options)
         runner._state = state
         runner._limits = state.limits
+        # The snapshot carries no pre-turn document, so undo of the resumed turn can revert only
+        # what it commits from here on; the earlier calls are kept out of the undo's record.
+        runner._done_before_resume = frozenset(
+            c.id for c in state.calls if c.status is CallStatus.SUCCEEDED
+        )
         since = snapshot.get("waiting_since_ms")
         runner._waiting_since_ms = since if isinstance(since, int) else None
         return runner

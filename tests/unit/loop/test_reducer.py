@@ -365,6 +365,18 @@ def test_undo_turn_marks_succeeded_calls_undone_without_a_violation(generic: Too
     assert d.state.violations == ()
 
 
+def test_undo_turn_leaves_kept_calls_succeeded(generic: ToolSet) -> None:
+    d = Driver(generic)
+    d.stream_calls([("c1", "add_thing", {"name": "A"}), ("c2", "add_thing", {"name": "B"})])
+    d.apply(ApproveCall("c1"), ApproveCall("c2"))
+    for call_id in ("c1", "c2"):
+        d.apply(StartCall(call_id), CallSettled(call_id, ToolOk("added")))
+    d.apply(Advance(1), MessageStart("m"), MessageStop(StopReason.END_TURN))
+    d.apply(UndoTurn(kept=frozenset({"c1"})))
+    assert d.state.call("c1").status is CallStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert d.state.call("c2").status is CallStatus.UNDONE  # type: ignore[union-attr]
+
+
 def test_undo_before_settlement_does_nothing(generic: ToolSet) -> None:
     d = Driver(generic)
     before = d.state

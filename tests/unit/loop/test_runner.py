@@ -381,6 +381,41 @@ def test_runner_resumes_a_snapshot_and_continues_the_same_turn() -> None:
     assert [e.name for e in session.document.elements] == ["Web App", "A"]
 
 
+def test_undo_of_a_resumed_turn_reverts_and_marks_only_what_it_committed_after_the_resume() -> None:
+    runner, _, session, _ = make_runner(
+        [calls_reply(("c1", "add_element", add("A"))), calls_reply(("c2", "add_element", add("B")))]
+    )
+
+    async def park() -> None:
+        await runner.submit("go")
+        state = await runner.approve_call("c1")
+        assert state.phase is TurnPhase.AWAITING_APPROVAL and state.call("c2") is not None
+
+    run(park())
+    data = json.loads(json.dumps(runner.snapshot()))
+    # Another process: the live document arrives without the history of the run that parked.
+    parked = session.document
+    elsewhere = DocumentSession(parked)
+    hooks = RecordingHooks()
+    resumed = TurnRunner.resume(
+        data, ScriptedProvider([text_reply("done")]), default_registry(), elsewhere,
+        hooks=hooks, clock_ms=lambda: 0, request_check=None,
+    )
+
+    async def finish_and_undo() -> None:
+        state = await resumed.approve_call("c2")
+        assert state.outcome is TurnOutcome.COMPLETED
+        assert [e.name for e in elsewhere.document.elements] == ["Web App", "A", "B"]
+        assert await resumed.undo_turn()
+
+    run(finish_and_undo())
+    assert elsewhere.document is parked
+    assert resumed.state.call("c1").status is CallStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert resumed.state.call("c2").status is CallStatus.UNDONE  # type: ignore[union-attr]
+    undone = [s for s in hooks.steps if s.kind is StepKind.TURN_UNDONE]
+    assert len(undone) == 1 and undone[0].payload["calls"] == ["c2"]
+
+
 def test_resume_refuses_a_snapshot_whose_input_was_altered() -> None:
     runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
     run(runner.submit("go"))
