@@ -131,3 +131,25 @@ def test_expanding_a_huge_section_builds_only_a_screenful_of_rows(driver: Window
     driver.qtbot.waitUntil(
         lambda: pane.model.fetched_row_count("elements") > fetched, timeout=10_000
     )
+
+
+def test_validation_status_settles_on_the_newest_document_after_quick_edits(
+    driver: WindowDriver,
+) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    label = driver.window.validation_label
+    original = driver.document
+    broken_threat = original.threats[0].model_copy(update={"element": "no-such-element"})
+    broken = original.model_copy(update={"threats": [broken_threat, *original.threats[1:]]})
+
+    # An edit and its undo before the first check answers: only the undo's check may speak.
+    driver.window.open_document.apply_edit(broken, "Break a reference")
+    driver.window.open_document.undo()
+    assert label.text() == "Checking…"
+    driver.run(driver.window.validation_settled())
+    assert label.text() == "Valid"
+
+    driver.window.open_document.apply_edit(broken, "Break a reference")
+    driver.run(driver.window.validation_settled())
+    assert label.text() == "Invalid"
+    assert "no-such-element" in label.toolTip()

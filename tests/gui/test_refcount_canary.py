@@ -23,9 +23,11 @@ def test_painting_the_window_does_not_drain_none_references(driver: WindowDriver
     # The tree model answers None for most roles; a binding bug would show up here.
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     driver.window.tree_pane.expand_sections(SECTION_NAMES)
-    # Let background work (the validation task) finish and its objects die before counting,
-    # so only the painting itself is measured.
+    # Let background work (validation, the assistant's settings, keyring and parked-run
+    # reads) finish and its objects die before counting, so only the painting is measured.
     driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid")
+    driver.qtbot.waitUntil(lambda: driver.window.assistant.ready and not driver.window._tasks,
+                           timeout=10_000)
     drops = []
     # A binding bug drains None on every paint, so it fails every round; an unrelated object
     # dying during one round (a finished task of earlier work) does not repeat.

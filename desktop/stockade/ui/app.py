@@ -83,7 +83,9 @@ async def _save_screenshot(window: MainWindow, path: Path) -> int:
     from PySide6.QtWidgets import QApplication
 
     window.prepare_screenshot()
-    await window.refresh_keyring_status()  # so the status bar shows the answer, not "checking"
+    # So the status bar shows answers, not "checking".
+    await window.refresh_keyring_status()
+    await window.validation_settled()
     # A few turns of the loop let layouts settle and the lazily drawn diagram build and fit.
     for _ in range(5):
         QApplication.processEvents()

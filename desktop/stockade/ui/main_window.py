@@ -74,6 +74,7 @@ class MainWindow(QMainWindow):
         self._close_approved = False
         self._asking_to_close = False
         self._tab_handlers: dict[AppTab, Callable[[], None]] = {}
+        self._validation: asyncio.Task[None] | None = None
 
         self.tree_pane = DocumentTreePane(self)
         self.detail_pane = DetailPane(self.open_document, self)
@@ -400,20 +401,32 @@ class MainWindow(QMainWindow):
         self.export_menu.setEnabled(has_document)
 
     def _update_validation(self, document: ThreatModel | None) -> None:
+        if self._validation is not None:
+            # Only the newest document's check may set the label; an older one finishing
+            # later would otherwise overwrite it with a stale answer.
+            self._validation.cancel()
+            self._validation = None
         if document is None:
             self.validation_label.setText("No document")
             self.validation_label.setToolTip("")
+            self.validation_label.setStyleSheet("")
             return
         self.validation_label.setText("Checking…")
-        self.spawn(self._validate_in_background(document))
+        self.validation_label.setToolTip("")
+        self.validation_label.setStyleSheet("")
+        self._validation = self.spawn(self._validate_in_background(document))
+
+    async def validation_settled(self) -> None:
+        """Wait until the status bar shows Valid or Invalid for the open document."""
+        while self._validation is not None and not self._validation.done():
+            # A change during the wait starts a newer check; the loop waits for that one.
+            await asyncio.wait({self._validation})
 
     async def _validate_in_background(self, document: ThreatModel) -> None:
         # Linear, but 10k-entity documents still take tens of milliseconds: off the UI thread.
         problem = await asyncio.get_running_loop().run_in_executor(
             None, _validation_problem, document
         )
-        if document is not self.open_document.document:
-            return  # a newer change has its own check running
         if problem is not None:
             self.validation_label.setText("Invalid")
             self.validation_label.setToolTip(problem)
