@@ -7,7 +7,8 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0",)
 
@@ -29,6 +30,18 @@ class Severity(StrEnum):
     MEDIUM = "medium"
     LOW = "low"
     INFO = "info"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Severity | None:
+        # The reference stored `High` verbatim and then could not reopen the file; any letter
+        # case names the same severity. pydantic-core calls this only when the exact value
+        # misses, so lowercase files never reach Python here.
+        if isinstance(value, str):
+            lowered = value.lower()
+            for member in cls:
+                if member.value == lowered:
+                    return member
+        return None
 
 
 class MitigationStatus(StrEnum):
@@ -72,29 +85,21 @@ def _calendar_date(value: Any) -> Any:
     return value  # wrong type: the strict str check reports it
 
 
-def _severity(value: Any) -> Any:
-    # The reference stored `High` verbatim and then could not reopen the file; accept any case,
-    # keep lowercase.
-    if isinstance(value, str):
-        try:
-            return Severity(value.lower())
-        except ValueError:
-            raise ValueError("must be one of " + ", ".join(s.value for s in Severity)) from None
-    return value
+class _TextEnum:
+    """Annotation: the field takes text, looked up by value inside pydantic-core.
 
+    Strict mode accepts only enum instances, which a parsed file never holds, and lax mode
+    alone would also decode bytes. A strict text check chained to a lax lookup by value takes
+    text and members only, with no Python call per value.
+    """
 
-def _enum_of(enum: type[StrEnum]) -> Any:
-    def convert(value: Any) -> Any:
-        if isinstance(value, str) and not isinstance(value, enum):
-            try:
-                return enum(value)
-            except ValueError:
-                raise ValueError(
-                    "must be one of " + ", ".join(repr(m.value) for m in enum)
-                ) from None
-        return value
-
-    return convert
+    def __get_pydantic_core_schema__(
+        self, source: type[StrEnum], handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        enum = dict(handler.resolve_ref_schema(handler(source)))
+        enum.pop("ref", None)  # an inline copy; the shared definition stays strict
+        enum["strict"] = False
+        return core_schema.chain_schema([core_schema.str_schema(strict=True), enum])
 
 
 CalendarDate = Annotated[str, BeforeValidator(_calendar_date)]
@@ -103,9 +108,9 @@ CalendarDate = Annotated[str, BeforeValidator(_calendar_date)]
 Number = float
 U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
 I64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-SeverityField = Annotated[Severity, BeforeValidator(_severity)]
-CategoryField = Annotated[StrideCategory, BeforeValidator(_enum_of(StrideCategory))]
-StatusField = Annotated[MitigationStatus, BeforeValidator(_enum_of(MitigationStatus))]
+SeverityField = Annotated[Severity, _TextEnum()]
+CategoryField = Annotated[StrideCategory, _TextEnum()]
+StatusField = Annotated[MitigationStatus, _TextEnum()]
 
 
 class ThfModel(BaseModel):

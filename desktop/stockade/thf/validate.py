@@ -376,7 +376,6 @@ _TYPE_PHRASES = {
     "dict_type": "must be a mapping of fields",
     "model_type": "must be a mapping of fields",
     "model_attributes_type": "must be a mapping of fields",
-    "enum": "has a value that is not one of the allowed names",
 }
 
 
@@ -394,6 +393,8 @@ def _phrase(detail: Any) -> str:
                 f"write a plain calendar date such as {value[:10]}"
             )
         return reason if value is None else f"{reason} (found {_show(value)})"
+    if kind == "enum":
+        return f"must be one of {ctx.get('expected')} (found {_show(value)})"
     if kind == "greater_than_equal":
         return f"must be at least {ctx.get('ge')} (found {_show(value)})"
     if kind == "less_than_equal":
