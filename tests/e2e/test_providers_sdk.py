@@ -39,6 +39,7 @@ from tests.helpers.fake_provider import (
     FakeProviderServer,
     Reply,
     anthropic_error_frame,
+    anthropic_frames,
     anthropic_sse,
     openai_sse,
     sse_body,
@@ -197,6 +198,37 @@ def test_builder_answers_match_across_providers(
     assert from_anthropic == from_openai
     completes = [e for e in from_anthropic if isinstance(e, ToolCallComplete)]
     assert [(c.id, c.name, c.input) for c in completes] == [tuple(c) for c in calls]
+
+
+def test_cached_input_is_counted_inside_all_input_by_both_providers(
+    server: FakeProviderServer,
+) -> None:
+    # One request of 1000 input tokens, 600 read from the cache and 100 written to it.
+    # Anthropic reports the three parts apart; Chat Completions counts the cached part inside
+    # the prompt total. Governance prices `input - cached` and `cached` separately, so both
+    # must arrive as the same all-input total with the cache reads as the cached part.
+    expected = Usage(input_tokens=1000, output_tokens=9, cached_input_tokens=600)
+    from_anthropic = play(
+        server, "anthropic", Reply.sse(anthropic_sse("Hi.", usage=(300, 9), cache=(600, 100)))
+    )
+    from_openai = play(server, "openai", Reply.sse(openai_sse("Hi.", usage=(1000, 9), cached=600)))
+    assert [e for e in from_anthropic if isinstance(e, Usage)] == [expected]
+    assert from_anthropic == from_openai
+
+
+def test_anthropic_cache_counts_repeated_in_message_delta_replace_the_start_counts(
+    server: FakeProviderServer,
+) -> None:
+    frames = anthropic_frames("Hi.", usage=(300, 9), cache=(0, 0))
+    name, stop_delta = frames[-2]
+    assert name == "message_delta"
+    stop_delta["usage"].update(
+        input_tokens=300, cache_read_input_tokens=500, cache_creation_input_tokens=200
+    )
+    events = play(server, "anthropic", Reply.sse(sse_body(frames)))
+    assert [e for e in events if isinstance(e, Usage)] == [
+        Usage(input_tokens=1000, output_tokens=9, cached_input_tokens=500)
+    ]
 
 
 def test_unknown_anthropic_event_types_are_ignored(server: FakeProviderServer) -> None:

@@ -411,11 +411,16 @@ def anthropic_frames(
     *,
     stop: str | None = None,
     usage: tuple[int, int] = (12, 9),
+    cache: tuple[int, int] = (0, 0),
     model: str = TEST_MODEL,
     argument_pieces: int = 2,
     terminal: bool = True,
 ) -> list[tuple[str | None, Any]]:
-    """Messages API frames: text block(s) first, then one tool_use block per call."""
+    """Messages API frames: text block(s) first, then one tool_use block per call.
+
+    `usage` is (uncached input, output) and `cache` is (cache reads, cache writes), reported
+    apart from `input_tokens` as the Messages API does.
+    """
     frames: list[tuple[str | None, Any]] = [
         (
             "message_start",
@@ -429,7 +434,12 @@ def anthropic_frames(
                     "model": model,
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": {"input_tokens": usage[0], "output_tokens": 1},
+                    "usage": {
+                        "input_tokens": usage[0],
+                        "cache_read_input_tokens": cache[0],
+                        "cache_creation_input_tokens": cache[1],
+                        "output_tokens": 1,
+                    },
                 },
             },
         )
@@ -507,6 +517,7 @@ def anthropic_sse(
     *,
     stop: str | None = None,
     usage: tuple[int, int] = (12, 9),
+    cache: tuple[int, int] = (0, 0),
     model: str = TEST_MODEL,
     argument_pieces: int = 2,
     terminal: bool = True,
@@ -518,6 +529,7 @@ def anthropic_sse(
             tool_calls,
             stop=stop,
             usage=usage,
+            cache=cache,
             model=model,
             argument_pieces=argument_pieces,
             terminal=terminal,
@@ -534,7 +546,7 @@ def _openai_chunk(
     *,
     model: str,
     finish: str | None = None,
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test-1",
@@ -555,11 +567,16 @@ def openai_frames(
     *,
     stop: str | None = None,
     usage: tuple[int, int] = (12, 9),
+    cached: int = 0,
     model: str = TEST_MODEL,
     argument_pieces: int = 2,
     terminal: bool = True,
 ) -> list[tuple[str | None, Any]]:
-    """Chat Completions chunks with `include_usage`: role, text, tool calls, finish, usage."""
+    """Chat Completions chunks with `include_usage`: role, text, tool calls, finish, usage.
+
+    `usage` is (prompt, completion) tokens; `cached` is the part of the prompt tokens that
+    came from the cache, counted inside `prompt_tokens` as Chat Completions does.
+    """
     frames: list[tuple[str | None, Any]] = [
         (None, _openai_chunk({"role": "assistant", "content": ""}, model=model))
     ]
@@ -606,6 +623,7 @@ def openai_frames(
                     "prompt_tokens": usage[0],
                     "completion_tokens": usage[1],
                     "total_tokens": usage[0] + usage[1],
+                    "prompt_tokens_details": {"cached_tokens": cached},
                 },
             ),
         )
@@ -621,6 +639,7 @@ def openai_sse(
     *,
     stop: str | None = None,
     usage: tuple[int, int] = (12, 9),
+    cached: int = 0,
     model: str = TEST_MODEL,
     argument_pieces: int = 2,
     terminal: bool = True,
@@ -632,6 +651,7 @@ def openai_sse(
             tool_calls,
             stop=stop,
             usage=usage,
+            cached=cached,
             model=model,
             argument_pieces=argument_pieces,
             terminal=terminal,

@@ -48,6 +48,9 @@ _ERRORS = SdkErrors(
 
 _IN_STREAM_STATUS = {"overloaded_error": 529, "api_error": 500}
 
+_INPUT_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+"""The three disjoint input counts a Messages API `usage` object reports."""
+
 _STOP_REASONS = {
     "end_turn": StopReason.END_TURN,
     "tool_use": StopReason.TOOL_USE,
@@ -103,7 +106,7 @@ class AnthropicMapper:
 
     def __init__(self) -> None:
         self._pending: dict[int, PendingToolCall] = {}
-        self._input_tokens = 0
+        self._input_counts = dict.fromkeys(_INPUT_FIELDS, 0)
         self._stop_reason = StopReason.UNKNOWN
 
     def map_frame(self, frame: SseFrame) -> list[StreamEvent]:
@@ -134,8 +137,9 @@ class AnthropicMapper:
         model = message["model"]
         if not isinstance(model, str):
             raise TypeError("model")
-        usage = message.get("usage") or {}
-        self._input_tokens = _count(usage.get("input_tokens"))
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            self._note_input(usage)
         return [MessageStart(model=model)]
 
     def _block_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
@@ -193,16 +197,25 @@ class AnthropicMapper:
         usage = payload.get("usage")
         if not isinstance(usage, dict):
             return []
-        reported_input = usage.get("input_tokens")
+        self._note_input(usage)
+        counts = self._input_counts
+        # Anthropic counts cache reads and writes outside `input_tokens`; our `Usage` counts
+        # every input token, with the cached reads as the part priced at the cached rate.
+        # Cache writes have no rate of their own in the price book, so they meter as input.
         return [
             Usage(
-                input_tokens=(
-                    _count(reported_input) if reported_input is not None else self._input_tokens
-                ),
+                input_tokens=sum(counts.values()),
                 output_tokens=_count(usage.get("output_tokens")),
-                cached_input_tokens=_count(usage.get("cache_read_input_tokens")),
+                cached_input_tokens=counts["cache_read_input_tokens"],
             )
         ]
+
+    def _note_input(self, usage: dict[str, Any]) -> None:
+        # `message_start` carries the input counts; a `message_delta` may repeat them
+        # (cumulatively), and a field it leaves out keeps the earlier value.
+        for key in _INPUT_FIELDS:
+            if usage.get(key) is not None:
+                self._input_counts[key] = _count(usage[key])
 
     def _message_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
         return [MessageStop(stop_reason=self._stop_reason)]

@@ -170,11 +170,14 @@ class OpenAIMapper:
         if isinstance(usage, dict):
             details = usage.get("prompt_tokens_details")
             cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+            # `prompt_tokens` already includes the cached part; a compatible server that
+            # reports more cached than prompt tokens must not make the uncached part negative.
+            prompt = _count(usage.get("prompt_tokens"))
             events.append(
                 Usage(
-                    input_tokens=_count(usage.get("prompt_tokens")),
+                    input_tokens=prompt,
                     output_tokens=_count(usage.get("completion_tokens")),
-                    cached_input_tokens=_count(cached),
+                    cached_input_tokens=min(_count(cached), prompt),
                 )
             )
         return events

@@ -115,6 +115,41 @@ def test_anthropic_usage_falls_back_to_the_input_count_from_message_start() -> N
     ]
 
 
+def test_anthropic_usage_counts_cache_reads_and_writes_as_input() -> None:
+    start = {
+        "message": {
+            "model": "m",
+            "usage": {
+                "input_tokens": 5,
+                "cache_read_input_tokens": 40,
+                "cache_creation_input_tokens": 7,
+            },
+        }
+    }
+    events = anthropic_events(
+        ("message_start", start),
+        ("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+    )
+    assert events[-1] == Usage(input_tokens=52, output_tokens=3, cached_input_tokens=40)
+
+
+def test_anthropic_bad_cache_counts_are_read_as_zero() -> None:
+    start = {
+        "message": {
+            "model": "m",
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": -4},
+        }
+    }
+    events = anthropic_events(
+        ("message_start", start),
+        (
+            "message_delta",
+            {"delta": {}, "usage": {"output_tokens": 3, "cache_creation_input_tokens": "7"}},
+        ),
+    )
+    assert events[-1] == Usage(input_tokens=5, output_tokens=3, cached_input_tokens=0)
+
+
 def test_anthropic_unknown_stop_reason_maps_to_unknown() -> None:
     events = anthropic_events(
         START,
@@ -252,6 +287,21 @@ def test_openai_cached_tokens_are_reported() -> None:
         }
     )
     assert events[-1] == Usage(input_tokens=10, output_tokens=2, cached_input_tokens=4)
+
+
+def test_openai_cached_tokens_never_exceed_the_prompt_tokens() -> None:
+    events = openai_events(
+        {
+            "model": "m",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": 2,
+                "prompt_tokens_details": {"cached_tokens": 25},
+            },
+        }
+    )
+    assert events[-1] == Usage(input_tokens=10, output_tokens=2, cached_input_tokens=10)
 
 
 def test_openai_chunk_with_wrong_shape_is_only_a_notice_and_changes_nothing() -> None:
