@@ -169,6 +169,9 @@ class TurnRunner:
         # Calls a resumed turn had already run: their commits sit under an undo entry of the
         # run that parked, which this runner's ledger never saw (see `resume`).
         self._done_before_resume: frozenset[str] = frozenset()
+        # Digesting a whole document costs about a second at 50,000 entities, and the document
+        # one commit produced is the next commit's (and a turn undo's) "before": keep the last.
+        self._last_digest: tuple[ThreatModel, str] | None = None
         self._driving = False
         self._inflight: asyncio.Future[Any] | None = None
         self._cancelled = asyncio.Event()
@@ -283,7 +286,7 @@ class TurnRunner:
         payload = {
             "calls": [c.id for c in state.calls
                       if c.status is CallStatus.SUCCEEDED and c.id not in kept],
-            "document_before": document_digest(self._session.document),
+            "document_before": self._digest(self._session.document),
         }
         if not await self._record(StepKind.TURN_UNDONE, payload):
             return False
@@ -383,6 +386,14 @@ class TurnRunner:
                     # An observer's bug must not leave the turn half-driven.
                     logger.warning("a turn state observer raised", exc_info=True)
         return new
+
+    def _digest(self, document: ThreatModel) -> str:
+        last = self._last_digest
+        if last is not None and last[0] is document:
+            return last[1]
+        value = document_digest(document)
+        self._last_digest = (document, value)
+        return value
 
     def _account_wait(self) -> None:
         """Move the turn's clock start past the time spent waiting for this decision."""
@@ -689,8 +700,8 @@ class TurnRunner:
             payload = {
                 "call_id": current.id,
                 "tool": current.tool_name,
-                "document_before": document_digest(review.expected),
-                "document_after": document_digest(review.document),
+                "document_before": self._digest(review.expected),
+                "document_after": self._digest(review.document),
             }
             if not await self._record(StepKind.DOCUMENT_COMMITTED, payload):
                 return

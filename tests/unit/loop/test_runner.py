@@ -264,6 +264,40 @@ def test_steps_are_recorded_in_order_with_digests_only() -> None:
     assert "Cache" not in text and "add a cache" not in text  # only ids, names, counts and digests
 
 
+def test_chained_commits_link_their_digests_and_digest_each_document_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    digested: list[ThreatModel] = []
+
+    def counting(document: ThreatModel) -> str:
+        digested.append(document)
+        return real_digest(document)
+
+    from stockade.loop import runner as runner_module
+
+    real_digest = runner_module.document_digest
+    monkeypatch.setattr(runner_module, "document_digest", counting)
+    runner, _, session, hooks = make_runner(
+        [calls_reply(("c1", "add_element", add("A")), ("c2", "add_element", add("B"))), text_reply("ok")]
+    )
+    pre_turn = session.document
+
+    async def scenario() -> None:
+        await runner.submit("go")
+        await runner.approve_batch(["c1", "c2"])
+        after_both = session.document
+        assert await runner.undo_turn()
+        assert session.document is pre_turn and after_both is not pre_turn
+
+    run(scenario())
+    first, second = [s.payload for s in hooks.steps if s.kind is StepKind.DOCUMENT_COMMITTED]
+    assert first["document_before"] == real_digest(pre_turn)
+    assert second["document_before"] == first["document_after"]
+    undone = next(s.payload for s in hooks.steps if s.kind is StepKind.TURN_UNDONE)
+    assert undone["document_before"] == second["document_after"]
+    assert len(digested) == len({id(d) for d in digested}) == 3
+
+
 def test_hook_failure_stops_the_turn_before_the_tool_runs() -> None:
     ran: list[str] = []
 
