@@ -1,27 +1,13 @@
-"""The bridge between the window and `AssistantSession`: runs governed turns on the qasync loop.
-
-It owns the chat pane (docked in the main window), opens the approval dialog whenever a turn
-waits for decisions, parks a waiting turn on "Decide later" or when the window closes, lists
-and resumes parked runs of the open document, and keeps the window's panes in step with what
-the turn commits (through the shared undo history).
-
-Threads: the session's own hooks write to SQLite from the event-loop thread (that is the
-governance design, one short transaction per step). Everything else this controller reads or
-writes in the database — parked runs, decisions, resume checks, the audit viewer — runs on one
-worker thread with its own `Governance`, because SQLite connections are confined to the thread
-that opened them. File reads and settings writes go to that worker too.
-"""
+"""The bridge between the window and `AssistantSession`: runs governed turns on the qasync loop."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
-import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
@@ -52,12 +38,18 @@ from stockade.ui.approval_dialog import (
     pending_views,
 )
 from stockade.ui.chat_pane import ChatPane, ModelChoice, ParkedRunItem, TurnView
+from stockade.ui.governance_worker import GovernanceWorker
+from stockade.ui.screenshot_turn import (
+    SCREENSHOT_PROMPT,
+    ScreenshotTurn,
+    embed_for_screenshot,
+    run_screenshot_turn,
+)
 
 if TYPE_CHECKING:
     from stockade.ui.main_window import MainWindow
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 RENDER_INTERVAL_MS = 40
 """Streamed text is re-rendered at most this often, so 500 deltas/s never starve the UI."""
@@ -71,45 +63,6 @@ NO_DOCUMENT_TEXT = "Open or create a threat model first."
 UNSAVED_PARK_TEXT = ("Save the document first: a turn can only wait for later on a document "
                      "that is saved in a file.")
 FAILED_TEXT = "The assistant could not finish this turn."
-SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
-
-
-class GovernanceWorker:
-    """A `Governance` confined to one worker thread; `call(fn)` runs `fn(gov)` there."""
-
-    def __init__(self, opener: Callable[[], Governance] = open_governance) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stockade-gov")
-        self._opener = opener
-        self._gov: Governance | None = None
-        self._closed = False
-
-    def _run(self, fn: Callable[[Governance], T]) -> T:
-        if self._gov is None:
-            self._gov = self._opener()
-        return fn(self._gov)
-
-    async def call(self, fn: Callable[[Governance], T]) -> T:
-        if self._closed:
-            raise StoreError("the assistant is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self._run, fn)
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        """Plain blocking work (files, settings) off the UI thread, no database."""
-        if self._closed:
-            raise StoreError("the assistant is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-
-        def shut() -> None:
-            if self._gov is not None:
-                self._gov.close()
-
-        self._executor.submit(shut)
-        self._executor.shutdown(wait=True)
 
 
 def install_asyncgen_hooks() -> None:
@@ -149,7 +102,19 @@ def turn_text(state: TurnState, base_count: int) -> str:
 
 
 class AssistantController(QObject):
-    """Runs assistant turns for one window; see the module docstring."""
+    """Runs assistant turns for one window.
+
+    It owns the chat pane (docked in the main window), opens the approval dialog whenever a turn
+    waits for decisions, parks a waiting turn on "Decide later" or when the window closes, lists
+    and resumes parked runs of the open document, and keeps the window's panes in step with what
+    the turn commits (through the shared undo history).
+
+    Threads: the session's own hooks write to SQLite from the event-loop thread (that is the
+    governance design, one short transaction per step). Everything else this controller reads or
+    writes in the database — parked runs, decisions, resume checks, the audit viewer — runs on the
+    `GovernanceWorker` thread with its own `Governance`, because SQLite connections are confined
+    to the thread that opened them. File reads and settings writes go to that worker too.
+    """
 
     approvalOpened = Signal(object)
     """An `ApprovalDialog` was opened (tests and the screenshot drive it)."""
@@ -256,58 +221,24 @@ class AssistantController(QObject):
         self.pane.prompt_edit.setFocus()
 
     def start_screenshot_turn(self) -> None:
-        """`--screenshot … --tab chat`: an offline review turn, stopped at its approval dialog.
-
-        The screenshot is taken right after this returns, so the turn runs to its first rest
-        point synchronously, on a helper thread with its own event loop (the window's loop is
-        busy running the screenshot). It is a real governed turn (audited, metered at zero
-        cost); the dialog is placed inside the window because the grab sees the window only.
-        """
+        """`--screenshot … --tab chat`: an offline review turn, stopped at its approval dialog."""
         history = self.window.open_document.history
         if not self._chat_shown or history is None or self.turn_live:
             return
         self.pane.set_choices(model_choices(), "offline", "stride-rules")
-        document_path = self._document_path() or "unsaved"
-        outcome: dict[str, Any] = {}
-
-        def work() -> None:
-            async def turn() -> None:
-                gov = open_governance(recover=False)
-                session = AssistantSession.create(
-                    gov, document_session=history, document_path=document_path,
-                    provider=self.make_provider("offline", "stride-rules", None, history),
-                    provider_name="offline", model="stride-rules",
-                    limits=self.settings.turn_limits(), budgets=self.settings.credits.budgets(),
-                    guard_policy=self.settings.guard_policy, approve=ApprovePolicy.MANUAL)
-                state = await session.start(SCREENSHOT_PROMPT)
-                outcome["state"] = state
-                outcome["views"] = await pending_views(state.pending_calls(), history.document)
-                # The picture is taken from the state above; the run itself is closed as
-                # cancelled so it is not left "running" (and later marked interrupted).
-                session.cancel()
-                await session.wait_cancelled()
-                gov.close()
-
-            try:
-                asyncio.run(turn())
-            except Exception as exc:  # the screenshot then shows the pane without a dialog
-                outcome["error"] = exc
-
-        helper = threading.Thread(target=work, name="stockade-screenshot-turn")
-        helper.start()
-        helper.join(60)
-        state = outcome.get("state")
-        if not isinstance(state, TurnState):
-            log.info("the screenshot turn did not run: %r", outcome.get("error"))
+        result = run_screenshot_turn(
+            history, self.settings, self._document_path() or "unsaved",
+            lambda: self.make_provider("offline", "stride-rules", None, history))
+        if not isinstance(result, ScreenshotTurn):
+            log.info("the screenshot turn did not run: %r", result)
             return
         self._base_count = 0
         self._view = self.pane.begin_turn(SCREENSHOT_PROMPT)
-        self._render(state)
-        views = outcome.get("views") or []
-        if state.phase is TurnPhase.AWAITING_APPROVAL and views:
-            self.pane.set_pending(len(views))
-            dialog = ApprovalDialog(views, self.window)
-            self._embed_for_screenshot(dialog)
+        self._render(result.state)
+        if result.state.phase is TurnPhase.AWAITING_APPROVAL and result.views:
+            self.pane.set_pending(len(result.views))
+            dialog = ApprovalDialog(result.views, self.window)
+            embed_for_screenshot(dialog, self.window)
             dialog.show()
             self.dialog = dialog
 
@@ -555,18 +486,6 @@ class AssistantController(QObject):
         finally:
             self.dialog = None
             dialog.deleteLater()
-
-    def _embed_for_screenshot(self, dialog: ApprovalDialog) -> None:
-        dialog.setParent(self.window, Qt.WindowType.Widget)
-        dialog.setStyleSheet("#approvalDialog { background-color: palette(window); "
-                             "border: 2px solid #6b7280; }")
-        dialog.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        central = self.window.centralWidget()
-        area = central.geometry() if central is not None else self.window.rect()
-        width, height = min(640, area.width() - 40), min(600, area.height() - 40)
-        dialog.setGeometry(area.x() + (area.width() - width) // 2,
-                           area.y() + (area.height() - height) // 2, width, height)
-        dialog.raise_()
 
     async def _apply(self, session: AssistantSession, steps: tuple[ApprovalStep, ...]) -> TurnState:
         state = session.state

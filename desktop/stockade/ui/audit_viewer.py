@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from stockade.governance.session import Governance
     from stockade.governance.trajectory import TrajectoryEvent, VerifyResult
     from stockade.store.runs import RunRow
-    from stockade.ui.assistant_controller import GovernanceWorker
+    from stockade.ui.governance_worker import GovernanceWorker
 
 RUN_COLUMNS = ("Run", "Status", "Outcome", "Provider", "Model", "Started", "Document")
 EVENT_COLUMNS = ("#", "Kind", "Time", "Payload")

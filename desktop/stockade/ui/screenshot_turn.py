@@ -1,0 +1,84 @@
+"""The `--screenshot … --tab chat` turn: an offline review run to its first approval, synchronously."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMainWindow
+
+from stockade.governance.session import ApprovePolicy, AssistantSession, open_governance
+from stockade.loop.history import DocumentSession
+from stockade.loop.state import TurnState
+from stockade.settings import Settings
+from stockade.ui.approval_dialog import ApprovalDialog, PendingCallView, pending_views
+
+SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
+SCREENSHOT_TIMEOUT_S = 60
+"""A turn that has not reached its first rest point by then is left out of the picture."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenshotTurn:
+    """Where the turn rested (its state) and the calls it waits on, ready for the dialog."""
+
+    state: TurnState
+    views: list[PendingCallView]
+
+
+def run_screenshot_turn(history: DocumentSession, settings: Settings, document_path: str,
+                        make_provider: Callable[[], Any]) -> ScreenshotTurn | BaseException | None:
+    """Run an offline review turn to its first rest point; the failure, or None on timeout.
+
+    The screenshot is taken right after this returns while the window's loop is busy, so the
+    turn runs on a helper thread with its own event loop. It is a real governed turn (audited,
+    metered at zero cost); `make_provider` is called on that helper thread.
+    """
+    outcome: list[ScreenshotTurn | BaseException] = []
+
+    async def turn() -> None:
+        gov = open_governance(recover=False)
+        session = AssistantSession.create(
+            gov, document_session=history, document_path=document_path,
+            provider=make_provider(), provider_name="offline", model="stride-rules",
+            limits=settings.turn_limits(), budgets=settings.credits.budgets(),
+            guard_policy=settings.guard_policy, approve=ApprovePolicy.MANUAL)
+        state = await session.start(SCREENSHOT_PROMPT)
+        views: list[PendingCallView] = []
+        outcome.append(ScreenshotTurn(state, views))  # the turn is shown even without its views
+        views.extend(await pending_views(state.pending_calls(), history.document))
+        # The picture is taken from the state above; the run itself is closed as cancelled
+        # so it is not left "running" (and later marked interrupted).
+        session.cancel()
+        await session.wait_cancelled()
+        gov.close()
+
+    def work() -> None:
+        try:
+            asyncio.run(turn())
+        except Exception as exc:  # the screenshot then shows the pane without a dialog
+            if not outcome:
+                outcome.append(exc)
+
+    helper = threading.Thread(target=work, name="stockade-screenshot-turn")
+    helper.start()
+    helper.join(SCREENSHOT_TIMEOUT_S)
+    return outcome[0] if outcome else None
+
+
+def embed_for_screenshot(dialog: ApprovalDialog, window: QMainWindow) -> None:
+    """Place the dialog inside the window as a child: the grab sees the window only."""
+    dialog.setParent(window, Qt.WindowType.Widget)
+    dialog.setStyleSheet("#approvalDialog { background-color: palette(window); "
+                         "border: 2px solid #6b7280; }")
+    dialog.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+    central = window.centralWidget()
+    area = central.geometry() if central is not None else window.rect()
+    width, height = min(640, area.width() - 40), min(600, area.height() - 40)
+    dialog.setGeometry(area.x() + (area.width() - width) // 2,
+                       area.y() + (area.height() - height) // 2, width, height)
+    dialog.raise_()
