@@ -147,17 +147,21 @@ def read_settings(path: Path | None = None) -> SettingsRead:
                                         f"({type(exc).__name__}); defaults are used.")
     try:
         return SettingsRead(Settings.model_validate(json.loads(raw)))
-    except (json.JSONDecodeError, ValidationError) as exc:
-        detail = "it is not valid JSON" if isinstance(exc, json.JSONDecodeError) else \
-            f"{exc.error_count()} field(s) are invalid ({_first_issue(exc)})"
-        aside = target.with_name(f"{target.name}.broken-{int(time.time())}")
-        try:
-            target.replace(aside)
-        except OSError:
-            aside = None  # type: ignore[assignment]
-        kept = f"; the old file was kept as {aside}" if aside else ""
-        return SettingsRead(Settings(), f"The settings file could not be used because {detail}. "
-                                        f"Defaults are used{kept}.", aside)
+    except ValidationError as exc:
+        detail = f"{exc.error_count()} field(s) are invalid ({_first_issue(exc)})"
+    except (ValueError, RecursionError):
+        # Besides JSONDecodeError, json.loads raises a plain ValueError for an integer over
+        # the digit limit and RecursionError for deep nesting; neither may stop the app.
+        detail = "it is not valid JSON"
+    aside = target.with_name(f"{target.name}.broken-{int(time.time())}")
+    moved_to: Path | None = aside
+    try:
+        target.replace(aside)
+    except OSError:
+        moved_to = None
+    kept = f"; the old file was kept as {moved_to}" if moved_to else ""
+    return SettingsRead(Settings(), f"The settings file could not be used because {detail}. "
+                                    f"Defaults are used{kept}.", moved_to)
 
 
 def _first_issue(exc: ValidationError) -> str:

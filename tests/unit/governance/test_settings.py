@@ -41,6 +41,19 @@ def test_a_corrupt_file_falls_back_to_defaults_and_is_kept_aside(stockade_home: 
     assert result.moved_to is not None and result.moved_to.read_text() == "{not json"
 
 
+@pytest.mark.parametrize(
+    "text", ['{"version": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000]
+)
+def test_json_past_the_parser_limits_falls_back_to_defaults(
+    stockade_home: Path, text: str
+) -> None:
+    (stockade_home / "settings.json").write_text(text)
+    result = read_settings()
+    assert result.settings == Settings()
+    assert result.problem and "not valid JSON" in result.problem
+    assert result.moved_to is not None and result.moved_to.read_text() == text
+
+
 def test_an_invalid_field_is_named_in_the_problem(stockade_home: Path) -> None:
     (stockade_home / "settings.json").write_text(json.dumps({"limits": {"max_iterations": 0}}))
     result = read_settings()
