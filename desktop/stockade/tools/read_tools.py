@@ -31,12 +31,18 @@ from stockade.thf.model import (
     Threat,
     ThreatModel,
 )
-from stockade.tools.canonical import canonical_json
 from stockade.tools.document_index import section_index
 from stockade.tools.registry import DefinedTool, define_tool
 from stockade.tools.runtime import ToolContext, ToolEffect, ToolFailed, ToolOk, ToolOutcome
 from stockade.tools.schema import IdText, StrictInput
-from stockade.tools.untrusted import READ_RESULT_MAX_BYTES, envelope, sanitize, scalar
+from stockade.tools.untrusted import (
+    READ_RESULT_MAX_BYTES,
+    EnvelopeTooLarge,
+    body_bytes,
+    envelope,
+    sanitize,
+    scalar,
+)
 
 DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 50
@@ -374,10 +380,6 @@ class Page:
     meta: dict[str, Any]
 
 
-def _item_bytes(item: dict[str, Any]) -> int:
-    return len(canonical_json(item).encode("utf-8"))
-
-
 def paginate(
     tool: str,
     extras: dict[str, Any],
@@ -397,7 +399,7 @@ def paginate(
         "offset": offset, "limit": limit, "returned": limit, "total": total,
         "next_offset": widest_next, "stopped_by": PageStop.LIMIT.value,
     }
-    used = len(canonical_json({**extras, "page": widest_meta, "results": [], "tool": tool}).encode("utf-8"))
+    used = body_bytes({**extras, "page": widest_meta, "results": [], "tool": tool})
     results: list[dict[str, Any]] = []
     stop = PageStop.END
     index = offset
@@ -406,11 +408,11 @@ def paginate(
             stop = PageStop.LIMIT
             break
         item = project(matches[index], SCALAR_MAX_CODE_POINTS)
-        size = _item_bytes(item) + (1 if results else 0)
+        size = body_bytes(item) + (1 if results else 0)
         if used + size > READ_RESULT_MAX_BYTES and not results:
             # One oversized item must not stall paging forever: show it at tighter caps.
             item = project(matches[index], FALLBACK_SCALAR_MAX_CODE_POINTS)
-            size = _item_bytes(item)
+            size = body_bytes(item)
         if used + size > READ_RESULT_MAX_BYTES:
             stop = PageStop.BYTES
             break
@@ -486,10 +488,10 @@ def get_entity_result(document: ThreatModel, kind: str, entity_id: str) -> str |
         return ReadError(ReadFailure.UNKNOWN_ID, unknown_id_message(kind, entity_id, len(section)))
     entity = section[position]
     payload = {"kind": kind, "entity": full_projection(kind, entity, document), "tool": "get_entity"}
-    size = len(canonical_json(payload).encode("utf-8"))
-    if size > READ_RESULT_MAX_BYTES:
-        return ReadError(ReadFailure.ENTITY_TOO_LARGE, entity_too_large_message(kind, entity_id, size))
-    return envelope(payload)
+    try:
+        return envelope(payload)
+    except EnvelopeTooLarge as exc:
+        return ReadError(ReadFailure.ENTITY_TOO_LARGE, entity_too_large_message(kind, entity_id, exc.size))
 
 
 def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:

@@ -89,7 +89,7 @@ class EnvelopeTooLarge(ValueError):
 
 
 def body_bytes(payload: dict[str, Any]) -> int:
-    """UTF-8 size of the canonical JSON body `envelope` would write for `payload`."""
+    """UTF-8 size of `payload` as canonical JSON: what `envelope` holds against the cap."""
     return len(canonical_json(payload).encode("utf-8"))
 
 

@@ -95,6 +95,21 @@ def test_get_entity_matches_ids_exactly(registry: ToolRegistry, shop: ThreatMode
         assert 'has 3 "elements" entries' in message and "search_entities" in message
 
 
+def test_get_entity_refuses_an_entity_whose_capped_projection_is_over_the_byte_cap(
+    registry: ToolRegistry,
+) -> None:
+    # Escaping doubles every `<`, and JSON doubles every backslash: 200 capped code points
+    # become 600 bytes, and three ten-item lists of them pass the 8 KiB cap.
+    wide = ["<" * 300 + str(i) for i in range(10)]
+    doc = make_doc(elements=[el("big", technologies=wide, stores=wide, tags=wide)])
+    message = failure(call(registry, "get_entity", {"kind": "elements", "id": "big"}, doc))
+    assert message.startswith('The "elements" entity "big" projects to ')
+    size = int(message.split(" projects to ")[1].split(" ")[0])
+    assert size > READ_RESULT_MAX_BYTES and "search_entities" in message
+    page = body(call(registry, "search_entities", {"kind": "elements"}, doc))
+    assert [r["id"] for r in page["results"]] == ["big"]
+
+
 def test_long_lists_are_capped_with_a_total(registry: ToolRegistry) -> None:
     flows = [{"id": f"f{i}", "from": "hub", "to": "hub"} for i in range(25)]
     doc = make_doc(elements=[el("hub", tags=[f"t{i}" for i in range(12)])], data_flows=flows)
