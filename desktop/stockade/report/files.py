@@ -10,6 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from stockade.thf.model import ThreatModel
+from stockade.thf.writer import replacement_mode
 
 
 class ReportFormat(StrEnum):
@@ -59,8 +60,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        # mkstemp creates 0600; a report is an ordinary document the user may share.
-        os.chmod(tmp_name, 0o644)
+        # mkstemp creates 0600; a report gets the permissions any file this user writes
+        # gets, so a restrictive umask keeps a sensitive model's report private.
+        os.chmod(tmp_name, replacement_mode(path))
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -556,7 +556,7 @@ def save_text(text: str, path: str | os.PathLike[str]) -> None:
             "Unicode. The previous version of the file is unchanged.",
             reason="invalid_text",
         ) from None
-    mode = _existing_mode(target)
+    mode = replacement_mode(target)
     descriptor = -1
     temp_name: str | None = None
     try:
@@ -596,7 +596,8 @@ def _remove_stale_temp_files(folder: Path, name: str) -> None:
                     leftover.unlink()
 
 
-def _existing_mode(target: Path) -> int:
+def replacement_mode(target: Path) -> int:
+    """Permissions for a file written over `target`: its own, or this user's default if new."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:

@@ -90,3 +90,19 @@ def test_every_valid_fixture_renders_in_every_format(path: Path) -> None:
         assert text
         if model.metadata.title and fmt is not ReportFormat.CSV:
             assert model.metadata.title in text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_a_new_report_follows_the_umask_and_a_rewrite_keeps_the_file_mode(
+    model: ThreatModel, folder: Path
+) -> None:
+    out = folder / "report.html"
+    previous = os.umask(0o077)
+    try:
+        write_report(model, out)
+    finally:
+        os.umask(previous)
+    assert out.stat().st_mode & 0o777 == 0o600
+    out.chmod(0o640)
+    write_report(model, out)
+    assert out.stat().st_mode & 0o777 == 0o640
