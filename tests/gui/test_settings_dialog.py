@@ -7,10 +7,12 @@ from pathlib import Path
 
 from keyring.backends.fail import Keyring as FailKeyring
 from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
 
 from stockade.secrets import SERVICE, KeyStore
 from stockade.settings import load_settings, settings_path
 from stockade.ui.settings_dialog import SettingsDialog
+from tests.conftest import THF_FIXTURES
 from tests.gui.chat_helpers import assistant
 from tests.gui.conftest import WindowDriver
 from tests.helpers.memory_keyring import MemoryKeyring
@@ -145,3 +147,34 @@ def test_provider_and_model_come_from_the_model_list_and_are_saved(driver: Windo
     assert saved.guard_policy.value == "block"
     assert saved.credits.per_day is None
     assert assistant(driver).pane.selection() == ("local", "llama3.3")
+
+
+def test_a_corrupt_settings_file_is_reported_in_the_chat_pane_when_the_window_opens(
+    qtbot: QtBot, stockade_home: Path
+) -> None:
+    settings_path().parent.mkdir(parents=True, exist_ok=True)
+    settings_path().write_text("{this is not json", encoding="utf-8")
+    drv = WindowDriver(qtbot)  # after the file is damaged: the window reads it on start
+    try:
+        controller = assistant(drv)
+        notice = controller.pane.notice_label
+        assert notice.isVisible()
+        assert "settings file could not be used" in notice.text()
+        assert list(stockade_home.glob("settings.json.broken-*"))
+    finally:
+        drv.window._close_approved = True
+        drv.window.close()
+
+
+def test_a_model_choice_saved_after_opening_a_file_keeps_the_file_in_open_recent(
+    driver: WindowDriver, tmp_path: Path
+) -> None:
+    controller = assistant(driver)
+    path = tmp_path / "model.thf"
+    path.write_bytes((THF_FIXTURES / "v1.0-minimal.thf").read_bytes())
+    assert driver.open(path)
+    assert load_settings().recent_files == [str(path.resolve())]
+
+    controller.pane.modelChosen.emit("openai", "gpt-5.1")
+    driver.qtbot.waitUntil(lambda: load_settings().provider == "openai", timeout=10_000)
+    assert load_settings().recent_files == [str(path.resolve())]

@@ -274,7 +274,13 @@ class AssistantController(QObject):
 
     async def save_settings(self, settings: Settings) -> None:
         self.settings = settings
-        await self.worker.run(lambda: save_settings(settings))
+        current = self._with_recent_files(settings)
+        await self.worker.run(lambda: save_settings(current))
+
+    def _with_recent_files(self, settings: Settings) -> Settings:
+        # Open Recent writes the same file as files are opened; the settings loaded at start
+        # would otherwise put back the list as it was then.
+        return settings.model_copy(update={"recent_files": self.window.recent_files.paths})
 
     def apply_settings(self, settings: Settings) -> None:
         """Use saved settings from now on (the next turn picks them up)."""
@@ -648,7 +654,8 @@ class AssistantController(QObject):
         if self._save_timer.isActive():
             self._save_timer.stop()
             try:
-                save_settings(self.settings)  # closing: the last picker change is kept
+                # Closing: the last picker change is kept.
+                save_settings(self._with_recent_files(self.settings))
             except OSError:
                 log.info("the last model choice could not be saved")
         session = self.session

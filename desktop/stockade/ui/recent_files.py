@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
-from typing import Any
+
+from stockade.settings import MAX_RECENT_FILES, Settings, save_settings, settings_path
 
 log = logging.getLogger(__name__)
 
-MAX_RECENT = 10
 
+def _settings_as_they_are() -> Settings | None:
+    """The settings file as it is (defaults when missing), or None when it cannot be used.
 
-def _settings_module() -> Any | None:
+    Never repairs: moving a damaged file aside and telling the user is the job of the
+    assistant's settings load (`read_settings`). Doing it here, first and silently, would
+    hide that notice.
+    """
     try:
-        import stockade.settings as settings_module
-    except ModuleNotFoundError:
+        return Settings.model_validate(json.loads(settings_path().read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, ValueError, RecursionError):  # ValueError covers JSON and validation
         return None
-    return settings_module
 
 
 class RecentFiles:
-    """Most-recent-first paths; reads and writes go through `stockade.settings`."""
+    """Most-recent-first paths; reads and writes go through the settings file."""
 
     def __init__(self) -> None:
         self._paths: list[str] = []
@@ -31,33 +38,17 @@ class RecentFiles:
         return list(self._paths)
 
     def reload(self) -> None:
-        module = _settings_module()
-        if module is None:
-            return
-        try:
-            settings = module.load_settings()
-        except Exception as err:  # a damaged settings file must not stop the app opening
-            log.warning("recent files unavailable: %s", err)
-            return
-        self._paths = [str(p) for p in getattr(settings, "recent_files", [])][:MAX_RECENT]
+        settings = _settings_as_they_are()
+        if settings is not None:
+            self._paths = settings.recent_files[:MAX_RECENT_FILES]
 
     def add(self, path: Path) -> None:
         text = str(path.resolve())
-        self._paths = [text, *(p for p in self._paths if p != text)][:MAX_RECENT]
-        self._store()
-
-    def remove(self, path: str) -> None:
-        self._paths = [p for p in self._paths if p != path]
-        self._store()
-
-    def _store(self) -> None:
-        module = _settings_module()
-        if module is None:
-            return
+        self._paths = [text, *(p for p in self._paths if p != text)][:MAX_RECENT_FILES]
+        settings = _settings_as_they_are()
+        if settings is None:
+            return  # a damaged file is not overwritten before it has been moved aside
         try:
-            settings = module.load_settings()
-            if not hasattr(settings, "recent_files"):
-                return
-            module.save_settings(settings.model_copy(update={"recent_files": list(self._paths)}))
-        except Exception as err:
-            log.warning("could not remember recent files: %s", err)
+            save_settings(settings.model_copy(update={"recent_files": self.paths}))
+        except OSError as err:
+            log.warning("could not remember recent files (%s)", type(err).__name__)
