@@ -108,7 +108,7 @@ class RunStates:
         return row
 
     def list_runs(self, *, status: RunStatus | None = None,
-             document_path: str | None = None) -> list[RunRow]:
+                  document_path: str | None = None) -> list[RunRow]:
         return sql.list_runs(self._db.read(), status=status, document_path=document_path)
 
     def pending_calls(self, run_id: str) -> list[PendingCallRow]:
@@ -247,8 +247,16 @@ class RunStates:
 
     def finish(self, run_id: str, *, outcome: str, reason: str | None,
                payload: dict[str, Any] | None = None) -> None:
+        """Close a running or parked run, release its open holds and record `run.finished`.
+
+        A run that is already closed (finished, or marked interrupted) is refused untouched, so
+        its trail never gets a second ending.
+        """
         with self._db.write() as conn:
-            sql.finish_run(conn, run_id, outcome=outcome, reason=reason, now_ms=self._now())
+            if not sql.finish_run(conn, run_id, outcome=outcome, reason=reason,
+                                  now_ms=self._now()):
+                raise ConflictError(f"run {run_id} is not running or parked; it was already "
+                                    "closed")
             released = self._ledger.release_run_in(conn, run_id)
             self._trajectory.append_in(conn, run_id, EventKind.RUN_FINISHED, {
                 "outcome": outcome, "reason": reason, "released_holds": released,
@@ -271,9 +279,12 @@ class RunStates:
                 self._trajectory.append_in(conn, run.run_id, EventKind.RUN_INTERRUPTED,
                                            {"released_holds": released})
             recovered.append(run.run_id)
-        for run_id in sql.runs_with_open_holds(self._db.read()):
+        # The cheap read keeps an ordinary start free of write locks; the list is read again
+        # under the lock, because a parked run claimed meanwhile must keep its new hold.
+        if sql.runs_with_open_holds(self._db.read()):
             with self._db.write() as conn:
-                self._ledger.release_run_in(conn, run_id)
+                for run_id in sql.runs_with_open_holds(conn):
+                    self._ledger.release_run_in(conn, run_id)
         return recovered
 
 

@@ -170,6 +170,35 @@ def test_finish_releases_open_holds_and_clears_the_snapshot(runs: RunStates,
     assert runs.get("r").status is RunStatus.FINISHED
 
 
+def test_finishing_a_run_that_is_already_closed_is_refused_and_records_nothing(
+    runs: RunStates, trajectory: Trajectory
+) -> None:
+    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    runs.finish("r", outcome="completed", reason=None)
+    events = len(trajectory.events("r"))
+    with pytest.raises(ConflictError, match="already closed"):
+        runs.finish("r", outcome="failed", reason="again")
+    assert runs.get("r").outcome == "completed"
+    assert len(trajectory.events("r")) == events
+
+
+def test_recovery_releases_holds_left_without_a_running_run_and_keeps_live_ones(
+    runs: RunStates, ledger: Ledger
+) -> None:
+    budgets = CreditBudgets(per_turn=100)
+    runs.start("live", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    ledger.reserve(run_id="live", provider="p", model="m", credits=30, estimated=5,
+                   budgets=budgets)
+    ledger.reserve(run_id="no-row", provider="p", model="m", credits=40, estimated=5,
+                   budgets=budgets)
+    assert runs.recover_interrupted() == []
+    assert ledger.totals("no-row").open_count == 0
+    assert ledger.totals("no-row").released == 40
+    assert ledger.totals("live").open_count == 1
+
+
 def test_a_run_whose_process_died_is_marked_interrupted_and_its_holds_released(
     runs: RunStates, db: Database, ledger: Ledger, trajectory: Trajectory
 ) -> None:
