@@ -173,21 +173,6 @@ class Ledger:
     def spent_for_run(self, run_id: str) -> int:
         return sql.settled_for_run(self._db.read(), run_id)
 
-    def committed_for_run(self, run_id: str) -> int:
-        return sql.committed_for_run(self._db.read(), run_id)
-
-    def remaining(self, budgets: CreditBudgets, run_id: str) -> dict[str, int | None]:
-        """Credits left under each limit right now (None = no limit)."""
-        conn = self._db.read()
-        day, month = window_keys(int(self._clock_ms()))
-        turn = budgets.per_turn - sql.committed_for_run(conn, run_id)
-        out: dict[str, int | None] = {"turn": max(turn, 0), "day": None, "month": None}
-        if budgets.per_day is not None:
-            out["day"] = max(budgets.per_day - sql.committed_for_day(conn, day), 0)
-        if budgets.per_month is not None:
-            out["month"] = max(budgets.per_month - sql.committed_for_month(conn, month), 0)
-        return out
-
     def totals(self, run_id: str | None = None) -> LedgerTotals:
         return sql.ledger_totals(self._db.read(), run_id)
 

@@ -374,8 +374,7 @@ class AssistantSession:
         return await self._rest(await self.runner.deny_call(call_id, _actor(actor), reason))
 
     def cancel(self) -> TurnState:
-        state = self.runner.cancel()
-        return state
+        return self.runner.cancel()
 
     async def wait_cancelled(self) -> TurnState:
         """After `cancel()` at rest: wait for the settlement record and close the run."""
