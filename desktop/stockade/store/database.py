@@ -81,7 +81,7 @@ class Database:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.DatabaseError as exc:
-            raise _as_store_error(exc, self.path) from None
+            raise as_store_error(exc, self.path) from None
         try:
             yield conn
         except BaseException:
@@ -91,7 +91,7 @@ class Database:
             conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             conn.rollback()
-            raise _as_store_error(exc, self.path) from None
+            raise as_store_error(exc, self.path) from None
 
     def read(self) -> sqlite3.Connection:
         """The thread's connection, for single-statement reads (autocommit)."""
@@ -116,7 +116,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
-        raise _as_store_error(exc, path) from None
+        raise as_store_error(exc, path) from None
     return conn
 
 
@@ -135,7 +135,8 @@ def _retry_busy(step: Callable[[], object]) -> None:
         delay = min(delay * 2, 0.1)
 
 
-def _as_store_error(exc: sqlite3.DatabaseError, path: Path) -> StoreError:
+def as_store_error(exc: sqlite3.DatabaseError, path: Path) -> StoreError:
+    """Turn a sqlite3 error into a `StoreError` whose message says what to do."""
     text = str(exc).lower()
     if "not a database" in text or "malformed" in text or "file is encrypted" in text:
         return StoreError(
@@ -158,11 +159,6 @@ def _as_store_error(exc: sqlite3.DatabaseError, path: Path) -> StoreError:
             path,
         )
     return StoreError(f"The Stockade database failed: {exc}. File: {path}", path)
-
-
-def as_store_error(exc: sqlite3.DatabaseError, path: Path) -> StoreError:
-    """Turn a sqlite3 error into a `StoreError` whose message says what to do."""
-    return _as_store_error(exc, path)
 
 
 def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
@@ -210,7 +206,7 @@ def open_database(path: Path | None = None) -> Database:
                 _apply(conn, migration)
     except sqlite3.DatabaseError as exc:
         db.close()
-        raise _as_store_error(exc, target) from None
+        raise as_store_error(exc, target) from None
     except StoreError:
         db.close()
         raise
