@@ -101,23 +101,14 @@ READ_ERROR_CODE = "file_read"
 
 
 def load_document(path: Path) -> ThreatModel | LoadFailure:
-    """Read and validate one `.thf` file; expected failures come back as values, never raised."""
+    """Read and validate one `.thf` file; expected failures come back as values, never raised.
+
+    The reader turns every read failure (permissions, I/O) into a `ThfError` already.
+    """
     from stockade.thf.errors import ThfError
     from stockade.thf.reader import read_file
 
     try:
         return read_file(path)
     except ThfError as err:
-        data = err.to_json()
-        return LoadFailure(
-            code=str(data["code"]),
-            message=str(data["message"]),
-            section=data.get("section"),
-            id=data.get("id"),
-            field=data.get("field"),
-            reference=data.get("reference"),
-        )
-    except OSError as err:
-        # The OS reason (e.g. "Permission denied") is useful and carries no parser internals.
-        reason = err.strerror or type(err).__name__
-        return LoadFailure(code=READ_ERROR_CODE, message=f"The file could not be read: {reason}.")
+        return LoadFailure(**err.to_json())
