@@ -107,13 +107,14 @@ def test_self_parented_group_is_a_cycle() -> None:
 
 
 def test_group_chain_without_cycle_is_accepted() -> None:
-    model_of(
+    model = model_of(
         groups=[
             {"id": "a", "name": "A", "parent": "b"},
             {"id": "b", "name": "B", "parent": "c"},
             {"id": "c", "name": "C"},
         ]
     )
+    assert [(g.id, g.parent) for g in model.groups] == [("a", "b"), ("b", "c"), ("c", None)]
 
 
 def test_cycle_is_reported_before_dangling_boundary_members() -> None:
