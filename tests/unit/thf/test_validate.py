@@ -281,6 +281,33 @@ def test_unknown_severity_is_an_invalid_field_naming_the_threat() -> None:
             "threats[t].category",
             "must be one of",
         ),
+        (
+            minimal_data(threats=[{"id": "t", "title": "T", "category": 3, "severity": "low"}]),
+            "threats[t].category",
+            "must be text",
+        ),
+        (
+            minimal_data(
+                threats=[{"id": "t", "title": "T", "category": "Spoofing", "severity": b"low"}]
+            ),
+            "threats[t].severity",
+            "must be text",
+        ),
+        (
+            minimal_data(
+                threats=[
+                    {
+                        "id": "t",
+                        "title": "T",
+                        "category": "Spoofing",
+                        "severity": "low",
+                        "mitigation": {"status": "Accepted"},
+                    }
+                ]
+            ),
+            "threats[t].mitigation.status",
+            "must be one of",
+        ),
     ],
 )
 def test_wrong_types_and_nulls_are_invalid_fields_naming_the_field(
