@@ -274,12 +274,19 @@ def _show(value: str) -> str:
     return scalar(value, ECHO_MAX_CODE_POINTS)[0]
 
 
-def _quoted(values: Iterable[str]) -> str:
+def _listing(values: Iterable[str], *, quoted: bool = False) -> str:
+    """Ids for a message, comma-separated; past `MAX_LISTED_REFERRERS` only counted."""
     items = list(values)
-    shown = ", ".join(f'"{_show(v)}"' for v in items[:MAX_LISTED_REFERRERS])
+    shown = ", ".join(
+        f'"{_show(v)}"' if quoted else _show(v) for v in items[:MAX_LISTED_REFERRERS]
+    )
     if len(items) > MAX_LISTED_REFERRERS:
         shown += f" and {len(items) - MAX_LISTED_REFERRERS} more"
     return shown
+
+
+def _quoted(values: Iterable[str]) -> str:
+    return _listing(values, quoted=True)
 
 
 _SECTION_WORDS = {
@@ -436,14 +443,6 @@ def update_element(document: ThreatModel, element_id: str, updates: ElementUpdat
     )
 
 
-def element_referrers(document: ThreatModel, element_id: str) -> list[str]:
-    """Everything that would dangle if the element went: flows, relationships, threats."""
-    out = [f"data flow {f.id}" for f in document.data_flows if element_id in (f.from_, f.to)]
-    out += [f"relationship {r.id}" for r in document.relationships if element_id in (r.from_, r.to)]
-    out += [f"threat {t.id}" for t in document.threats if t.element == element_id]
-    return out
-
-
 def delete_element(document: ThreatModel, element_id: str, cascade: bool = False) -> ActionOutcome:
     """Remove an element (and its trust-boundary memberships).
 
@@ -511,13 +510,6 @@ def _referrer_text(flows: Sequence[DataFlow], relationships: Sequence[Any],
     if threats:
         parts.append("threats " + _quoted(t.id for t in threats))
     return "; ".join(parts)
-
-
-def _listing(items: Sequence[str]) -> str:
-    shown = ", ".join(_show(i) for i in items[:MAX_LISTED_REFERRERS])
-    if len(items) > MAX_LISTED_REFERRERS:
-        shown += f" and {len(items) - MAX_LISTED_REFERRERS} more"
-    return shown
 
 
 # ---------------------------------------------------------------------------------------------
