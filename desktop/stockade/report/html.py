@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from stockade.paths import resources_dir
 from stockade.report.summary import (
+    SEVERITY_RANK,
     STATUS_LABELS,
     NameIndex,
     ReportSummary,
@@ -329,7 +330,7 @@ def _svg_element(element: Element, severities: list[Severity]) -> str:
         f'fill="#64748b">{_e(_clip(type_label(element.type), 28))}</text>'
     ]
     if severities:
-        worst = min(severities, key=lambda s: list(Severity).index(s))
+        worst = min(severities, key=SEVERITY_RANK.__getitem__)
         bx, by = x + NODE_WIDTH - 4, y + 4
         parts.append(
             f'<circle cx="{_num(bx)}" cy="{_num(by)}" r="10" fill="{SEVERITY_COLORS[worst]}"/>'
