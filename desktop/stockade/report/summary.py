@@ -113,11 +113,6 @@ class NameIndex:
         return ThreatTarget(kind=kind, ids=tuple(ids), names=tuple(names))
 
 
-def resolve_target(model: ThreatModel, threat: Threat) -> ThreatTarget:
-    """One threat's target with names resolved (use `NameIndex` for many threats)."""
-    return NameIndex.of(model).target(threat)
-
-
 def by_severity(threats: list[Threat] | tuple[Threat, ...]) -> tuple[Threat, ...]:
     """Threats sorted worst first; document order kept within a severity."""
     return tuple(sorted(threats, key=lambda t: SEVERITY_RANK[t.severity]))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from stockade.report.summary import (
     NameIndex,
     TargetKind,
-    resolve_target,
     summarize,
 )
 from stockade.thf.model import Severity, StrideCategory, ThreatModel
@@ -77,7 +76,6 @@ def test_targets_resolve_to_names_with_their_kind(model: ThreatModel) -> None:
     assert by_id["t3"].kind is TargetKind.ELEMENT_AND_FLOW
     assert by_id["t3"].ids == ("db", "f1") and by_id["t3"].label == "DB, Queries"
     assert by_id["t5"].kind is TargetKind.NONE and by_id["t5"].label == ""
-    assert resolve_target(model, model.threats[0]) == by_id["t1"]
 
 
 def test_an_unnamed_flow_is_shown_by_its_id() -> None:
@@ -87,4 +85,4 @@ def test_an_unnamed_flow_is_shown_by_its_id() -> None:
             {"id": "t", "title": "x", "category": "Tampering", "flow": "f1", "severity": "low"}
         ],
     )
-    assert resolve_target(model, model.threats[0]).names == ("f1",)
+    assert NameIndex.of(model).target(model.threats[0]).names == ("f1",)
