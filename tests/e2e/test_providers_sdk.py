@@ -12,9 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stockade.loop.history import DocumentSession
+from stockade.loop.limits import TurnLimits
+from stockade.loop.runner import TurnRunner
+from stockade.loop.state import TurnOutcome, TurnPhase, TurnState
 from stockade.protocol.errors import ErrorCode, TransportReason
 from stockade.protocol.events import (
-    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -35,6 +38,7 @@ from stockade.providers.base import Provider
 from stockade.providers.factory import create_provider
 from stockade.providers.local import LocalProvider
 from stockade.providers.openai import OpenAIProvider
+from stockade.tools.registry import default_registry
 from tests.helpers.fake_provider import (
     FakeProviderServer,
     Reply,
@@ -45,6 +49,8 @@ from tests.helpers.fake_provider import (
     sse_body,
     stream_fixture,
 )
+from tests.unit.loop.fakes import base_model
+from tests.unit.loop.scripted import RecordingHooks
 
 ANTHROPIC_KEY = "sk-ant-api03-TESTKEYabcdef0123456789"
 OPENAI_KEY = "sk-proj-TESTKEYabcdef0123456789"
@@ -617,7 +623,7 @@ def test_an_unreachable_provider_is_a_transport_error_without_the_url(name: str)
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_cancelling_the_consumer_closes_the_connection_and_ends_with_aborted(
+def test_cancelling_the_consumer_closes_the_connection_and_lets_the_cancellation_through(
     server: FakeProviderServer, name: str
 ) -> None:
     body = stream_fixture(f"{name}_text.sse")
@@ -629,17 +635,18 @@ def test_cancelling_the_consumer_closes_the_connection_and_ends_with_aborted(
         async for event in PROVIDERS[name](server).stream(REQUEST):
             seen.append(event)
 
-    async def run() -> None:
+    async def run() -> bool:
         task = asyncio.create_task(consume())
         for _ in range(200):
             if any(isinstance(e, TextDelta) for e in seen):
                 break
             await asyncio.sleep(0.01)
         task.cancel()
-        await task
+        await asyncio.gather(task, return_exceptions=True)
+        return task.cancelled()
 
-    asyncio.run(run())
-    assert seen == [MessageStart(model="test-model-1"), TextDelta(text="Review "), Aborted()]
+    assert asyncio.run(run())
+    assert seen == [MessageStart(model="test-model-1"), TextDelta(text="Review ")]
     for _ in range(200):
         if server.hangups:
             break
@@ -648,7 +655,7 @@ def test_cancelling_the_consumer_closes_the_connection_and_ends_with_aborted(
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_cancelling_while_waiting_for_the_first_bytes_ends_with_aborted(
+def test_cancelling_while_waiting_for_the_first_bytes_lets_the_cancellation_through(
     server: FakeProviderServer, name: str
 ) -> None:
     server.script([Reply.sse(b"", splits=(), delay_s=0.0, stall=True)])
@@ -658,15 +665,70 @@ def test_cancelling_while_waiting_for_the_first_bytes_ends_with_aborted(
         async for event in PROVIDERS[name](server).stream(REQUEST):
             seen.append(event)
 
-    async def run() -> None:
+    async def run() -> bool:
         task = asyncio.create_task(consume())
         await asyncio.sleep(0.3)
         task.cancel()
-        await task
+        await asyncio.gather(task, return_exceptions=True)
+        return task.cancelled()
 
-    asyncio.run(run())
-    assert seen[-1] == Aborted()
-    assert_one_terminal_at_end(seen)
+    assert asyncio.run(run())
+    assert seen == []
+    for _ in range(200):
+        if server.hangups:
+            break
+        time.sleep(0.01)
+    assert server.hangups == 1
+
+
+def runner_on_a_stalled_answer(
+    server: FakeProviderServer, name: str, limits: TurnLimits
+) -> TurnRunner:
+    body = stream_fixture(f"{name}_text.sse")
+    partial = body[: body.index(b"\n\n", body.index(b"Review ")) + 2]
+    server.script([Reply.sse(partial, stall=True)])
+    return TurnRunner(
+        RetryingProvider(PROVIDERS[name](server)),
+        default_registry(),
+        DocumentSession(base_model()),
+        hooks=RecordingHooks(),
+        limits=limits,
+        model="test-model-1",
+        provider_name=name,
+        system_prompt="You review threat models.",
+        clock_ms=lambda: int(asyncio.get_running_loop().time() * 1000),
+        request_check=None,
+    )
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_the_turn_deadline_mid_answer_bounds_the_turn_rather_than_cancelling_it(
+    server: FakeProviderServer, name: str
+) -> None:
+    runner = runner_on_a_stalled_answer(server, name, TurnLimits(deadline_ms=500))
+    state = asyncio.run(asyncio.wait_for(runner.submit("Review the gateway."), timeout=10))
+    assert (state.outcome, state.reason) == (TurnOutcome.BOUNDED, "deadline")
+    assert state.violations == ()
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_user_stop_mid_answer_cancels_the_turn_without_a_late_event(
+    server: FakeProviderServer, name: str
+) -> None:
+    runner = runner_on_a_stalled_answer(server, name, TurnLimits())
+
+    async def scenario() -> TurnState:
+        turn = asyncio.create_task(runner.submit("Review the gateway."))
+        for _ in range(500):
+            if runner.state.phase is TurnPhase.STREAMING:
+                break
+            await asyncio.sleep(0.01)
+        runner.cancel()
+        return await asyncio.wait_for(turn, timeout=10)
+
+    state = asyncio.run(scenario())
+    assert state.outcome is TurnOutcome.CANCELLED
+    assert state.violations == ()
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stockade.protocol.errors import is_retriable, malformed
-from stockade.protocol.events import Aborted, StreamError, StreamEvent
+from stockade.protocol.events import StreamError, StreamEvent
 from stockade.protocol.request import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,7 @@ class RetryingProvider:
                 attempt + 1,
                 self.policy.max_attempts,
             )
-            try:
-                await self.sleep(delay / 1000)
-            except asyncio.CancelledError:
-                # Stopping while waiting to retry is a user stop, reported like any other.
-                yield Aborted()
-                return
+            # A cancellation here propagates, as it does from the providers: the canceller
+            # (a user stop or the turn deadline) decides what the stop means.
+            await self.sleep(delay / 1000)
             attempt += 1

@@ -13,8 +13,10 @@ class Provider(Protocol):
     """Turns one `ChatRequest` into `StreamEvent`s.
 
     The iterator ends after exactly one terminal event (`message_stop`, `aborted`, or a
-    terminal `error`). Cancelling the consuming task closes the underlying connection.
-    Providers never raise for protocol outcomes; they yield an `error` event instead.
+    terminal `error`). Providers never raise for protocol outcomes; they yield an `error`
+    event instead. Cancelling the consuming task is not a protocol outcome: the provider
+    closes the underlying connection and lets `CancelledError` through, with no terminal
+    event, because only the canceller knows whether the user stopped or a deadline passed.
     """
 
     name: str

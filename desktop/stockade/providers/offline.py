@@ -19,7 +19,6 @@ from typing import Any
 from stockade.catalog.stride import ProposedThreat, analyze, by_severity
 from stockade.protocol import errors
 from stockade.protocol.events import (
-    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -126,11 +125,7 @@ class OfflineProvider:
             )
             return
         for event in self.answer(request.messages, document, model=request.model):
-            try:
-                await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
-            except asyncio.CancelledError:
-                yield Aborted()
-                return
+            await asyncio.sleep(0)  # a cancelling consumer gets a chance between events
             yield event
 
     def answer(

@@ -14,7 +14,6 @@ import httpx2
 from stockade.protocol import errors
 from stockade.protocol.errors import ErrorCode, ProtocolError, TransportReason
 from stockade.protocol.events import (
-    Aborted,
     StreamError,
     StreamEvent,
     ToolCallComplete,
@@ -202,15 +201,12 @@ async def stream_events(
     The SDKs' typed iterators stop the whole response at the first frame that is not JSON;
     reading the raw body here keeps that a per-frame notice, and lets a body that ends
     without its terminal frame be reported instead of looking like a short success.
-    Cancelling the consuming task while it waits on this stream closes the response and ends
-    the stream with `Aborted` (a user stop, never an error); the cancellation is consumed
-    here so every stream still ends with exactly one terminal event.
+    Cancelling the consuming task closes the response and lets the cancellation through: only
+    the canceller knows whether it was a user stop or a deadline, and a turn runner that
+    received an `Aborted` for its own deadline would settle the turn as a user stop.
     """
     try:
         sdk_stream = await open_stream()
-    except asyncio.CancelledError:
-        yield Aborted()
-        return
     except Exception as exc:
         yield translate_open_error(exc, label, sdk)
         return
@@ -235,11 +231,6 @@ async def stream_events(
                         yield event
                         if is_terminal(event):
                             return
-        except asyncio.CancelledError:
-            # Release the connection before handing back control, not at garbage collection.
-            await _close_quietly(sdk_stream)
-            yield Aborted()
-            return
         except httpx2.TimeoutException:
             yield terminal(
                 errors.transport(label, message=f"{label} stopped sending before its answer ended.")
@@ -255,7 +246,8 @@ async def stream_events(
             return
         yield terminal(errors.truncated(label))
     finally:
-        # Shielded so a cancelled consumer still releases the provider connection.
+        # Runs before a cancellation leaves this generator, so the connection is released
+        # then rather than at garbage collection; shielded so a second cancel cannot stop it.
         await asyncio.shield(_close_quietly(sdk_stream))
 
 

@@ -16,7 +16,6 @@ from stockade.protocol.errors import (
     transport,
 )
 from stockade.protocol.events import (
-    Aborted,
     MessageStart,
     MessageStop,
     StopReason,
@@ -240,13 +239,13 @@ def test_an_inner_stream_with_no_events_ends_with_a_terminal_error() -> None:
     assert only.error.code is ErrorCode.MALFORMED_STREAM
 
 
-def test_cancellation_while_waiting_to_retry_ends_the_stream_with_aborted() -> None:
+def test_cancellation_while_waiting_to_retry_propagates_without_retrying() -> None:
     async def cancelled_sleep(seconds: float) -> None:
         raise asyncio.CancelledError
 
     inner = ScriptedProvider([[err(http_status("Anthropic", 500))], SUCCESS])
-    events = collect(RetryingProvider(inner, sleep=cancelled_sleep))
-    assert events == [Aborted()]
+    with pytest.raises(asyncio.CancelledError):
+        collect(RetryingProvider(inner, sleep=cancelled_sleep))
     assert inner.calls == 1
 
 
@@ -261,7 +260,7 @@ def test_wrapper_keeps_the_inner_provider_name() -> None:
     assert RetryingProvider(ScriptedProvider([])).name == "scripted"
 
 
-def test_cancelling_the_consumer_during_the_wait_yields_aborted_instead_of_retrying() -> None:
+def test_cancelling_the_consumer_during_the_wait_cancels_it_instead_of_retrying() -> None:
     inner = ScriptedProvider([[err(http_status("Anthropic", 503))], SUCCESS])
     waiting = asyncio.Event()
 
@@ -276,12 +275,13 @@ def test_cancelling_the_consumer_during_the_wait_yields_aborted_instead_of_retry
         async for event in provider.stream(REQUEST):
             seen.append(event)
 
-    async def scenario() -> None:
+    async def scenario() -> bool:
         task = asyncio.create_task(consume())
         await waiting.wait()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        return task.cancelled()
 
-    asyncio.run(scenario())
-    assert seen == [Aborted()]
+    assert asyncio.run(scenario())
+    assert seen == []
     assert inner.calls == 1
