@@ -378,6 +378,27 @@ def test_unexpected_exception_prints_one_line_and_logs_the_traceback(
     assert "boom in validate" in logged
 
 
+def test_an_unexpected_exception_never_prints_or_logs_a_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stockade_home: Path
+) -> None:
+    from stockade.cli import validate
+
+    key = "sk-ant-api03-" + "Ab3" * 20
+
+    def explode(args: object) -> int:
+        raise RuntimeError(f"request failed with key {key}")
+
+    monkeypatch.setattr(validate, "run", explode)
+    monkeypatch.setattr(sys, "argv", ["stockade", "validate", key])
+    code = cli_main.main(["validate", str(THF_FIXTURES / "v1.0-minimal.thf")])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "request failed with key" in captured.err and key not in captured.err
+    logged = (stockade_home / "logs" / "cli.log").read_text(encoding="utf-8")
+    assert "request failed with key" in logged and key not in logged
+    assert "sk-ant" not in logged
+
+
 def test_a_missing_subcommand_module_is_skipped_but_a_broken_one_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

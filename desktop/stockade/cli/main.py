@@ -20,6 +20,9 @@ COMMANDS: tuple[str, ...] = ("validate", "fmt", "report", "keys", "assist", "run
 
 APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
 
+_MAX_ERROR_DETAIL = 300
+"""UTF-16 units of an unexpected exception's text shown on stderr; the log keeps it all."""
+
 
 def _import_command(name: str) -> ModuleType | None:
     """Import `stockade.cli.<name>`; None when that module is not in this build.
@@ -144,9 +147,12 @@ def _dispatch(argv: list[str]) -> int:
 
 def _log_internal_error(exc: BaseException) -> Path | None:
     """Write the traceback to a log file in the data folder; return where it went."""
+    from stockade.protocol.errors import mask_keys
+
     text = "".join(traceback.format_exception(exc))
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    entry = f"--- {stamp} stockade {' '.join(sys.argv[1:])}\n{text}\n"
+    # The command line and the exception text may carry a pasted API key; none is logged.
+    entry = mask_keys(f"--- {stamp} stockade {' '.join(sys.argv[1:])}\n{text}\n")
     candidates: list[Path] = []
     try:
         from stockade.paths import data_dir
@@ -194,9 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return ExitCode.OK
     except Exception as exc:
+        # Imported only here: every command would otherwise pay for it at start-up.
+        from stockade.protocol.errors import cap_utf16, mask_keys
+
         log_file = _log_internal_error(exc)
         where = f"details in {log_file}" if log_file else "details could not be logged"
-        print_error(f"internal error: {type(exc).__name__}: {exc}; {where}")
+        detail = cap_utf16(mask_keys(str(exc)), _MAX_ERROR_DETAIL)
+        print_error(f"internal error: {type(exc).__name__}: {detail}; {where}")
         return ExitCode.FAILED
 
 
