@@ -33,6 +33,7 @@ from stockade.providers.streaming import (
     http_client,
     notice,
     stream_events,
+    token_count,
 )
 from stockade.secrets.secret_str import SecretStr
 
@@ -205,7 +206,7 @@ class AnthropicMapper:
         return [
             Usage(
                 input_tokens=sum(counts.values()),
-                output_tokens=_count(usage.get("output_tokens")),
+                output_tokens=token_count(usage.get("output_tokens")),
                 cached_input_tokens=counts["cache_read_input_tokens"],
             )
         ]
@@ -215,7 +216,7 @@ class AnthropicMapper:
         # (cumulatively), and a field it leaves out keeps the earlier value.
         for key in _INPUT_FIELDS:
             if usage.get(key) is not None:
-                self._input_counts[key] = _count(usage[key])
+                self._input_counts[key] = token_count(usage[key])
 
     def _message_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
         return [MessageStop(stop_reason=self._stop_reason)]
@@ -248,12 +249,6 @@ class AnthropicMapper:
 def _index(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("index")
-    return value
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return 0
     return value
 
 

@@ -33,6 +33,7 @@ from stockade.providers.streaming import (
     http_client,
     notice,
     stream_events,
+    token_count,
 )
 from stockade.secrets.secret_str import SecretStr
 
@@ -172,12 +173,12 @@ class OpenAIMapper:
             cached = details.get("cached_tokens") if isinstance(details, dict) else 0
             # `prompt_tokens` already includes the cached part; a compatible server that
             # reports more cached than prompt tokens must not make the uncached part negative.
-            prompt = _count(usage.get("prompt_tokens"))
+            prompt = token_count(usage.get("prompt_tokens"))
             events.append(
                 Usage(
                     input_tokens=prompt,
-                    output_tokens=_count(usage.get("completion_tokens")),
-                    cached_input_tokens=min(_count(cached), prompt),
+                    output_tokens=token_count(usage.get("completion_tokens")),
+                    cached_input_tokens=min(token_count(cached), prompt),
                 )
             )
         return events
@@ -263,12 +264,6 @@ def _checked_parts(
         if isinstance(index, bool) or not isinstance(index, int) or not isinstance(function, dict):
             raise TypeError("tool call fragment")
     return choice, delta, fragments
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return 0
-    return value
 
 
 def chat_completions_body(request: ChatRequest) -> dict[str, Any]:

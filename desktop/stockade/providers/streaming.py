@@ -47,6 +47,13 @@ def terminal(error: ProtocolError) -> StreamError:
     return StreamError(error=error, ends_stream=error.code is ErrorCode.MALFORMED_STREAM)
 
 
+def token_count(value: Any) -> int:
+    """A usage count from the stream; anything but a non-negative integer counts as zero."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
 @dataclass(slots=True)
 class PendingToolCall:
     """A tool call whose argument fragments are still arriving."""
