@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from stockade.protocol.errors import ErrorCode, ProtocolError
+from stockade.protocol.errors import ErrorCode, ProtocolError, no_api_key
 from stockade.protocol.events import StreamError, StreamEvent
 from stockade.protocol.request import ChatRequest
 from stockade.providers.anthropic import AnthropicProvider
@@ -61,16 +61,6 @@ class UnavailableProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         yield StreamError(error=self._error)
-
-
-def missing_key_error(provider: str) -> ProtocolError:
-    return ProtocolError(
-        code=ErrorCode.NO_API_KEY,
-        message=(
-            f"No API key is set for {provider}. Add one in Settings, or run "
-            f"`stockade keys set {provider}`."
-        ),
-    )
 
 
 def override_from_environment() -> str | None:
@@ -148,7 +138,7 @@ def create_provider(
     if problem is not None:
         return UnavailableProvider(which.value, problem)
     if key is None:
-        return UnavailableProvider(which.value, missing_key_error(which.value))
+        return UnavailableProvider(which.value, no_api_key(which.value))
     root = api_base_override or override_from_environment()
     if which is ProviderId.ANTHROPIC:
         return AnthropicProvider(key, model_base_url=root)
