@@ -127,9 +127,7 @@ def is_secure_backend(backend: KeyringBackend) -> bool:
     least one member is; `KeyStore` then writes to that member directly so a chained plaintext
     store can never receive a key.
     """
-    if isinstance(backend, ChainerBackend):
-        return any(is_secure_backend(member) for member in _chain_members(backend))
-    return not _is_insecure_class(type(backend))
+    return _secure_target(backend) is not None
 
 
 def _secure_target(backend: KeyringBackend) -> KeyringBackend | None:
