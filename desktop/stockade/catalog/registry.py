@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from stockade.paths import resources_dir
 
 GENERIC_ID = "generic"
+
+_E = TypeVar("_E", bound=StrEnum)
 
 
 class EntryStatus(StrEnum):
@@ -183,6 +185,14 @@ def _text(raw: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+def _choice(raw: dict[str, Any], key: str, where: str, kind: type[_E]) -> _E:
+    value = _text(raw, key, where)
+    try:
+        return kind(value)
+    except ValueError:
+        raise CatalogError(f'{where}.{key} "{value}" is not a known {key}') from None
+
+
 def _variant(raw: Any, where: str) -> ComponentVariant:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where} must be an object")
@@ -194,7 +204,7 @@ def _variant(raw: Any, where: str) -> ComponentVariant:
         label=_text(raw, "label", where),
         provider=provider,
         icon_id=_text(raw, "icon_id", where),
-        status=EntryStatus(_text(raw, "status", where)),
+        status=_choice(raw, "status", where, EntryStatus),
         aliases=_strings(raw.get("aliases", []), f"{where}.aliases"),
     )
 
@@ -208,11 +218,6 @@ def _entry(raw: Any, where: str) -> ComponentEntry:
         raise CatalogError(f'{where}.category "{category}" is not a known category')
     if provider not in PROVIDER_LABELS:
         raise CatalogError(f'{where}.provider "{provider}" is not a known provider')
-    try:
-        role = StrideRole(_text(raw, "stride_role", where))
-        status = EntryStatus(_text(raw, "status", where))
-    except ValueError as exc:
-        raise CatalogError(f"{where}: {exc}") from None
     variants = raw.get("variants", [])
     if not isinstance(variants, list):
         raise CatalogError(f"{where}.variants must be a list")
@@ -223,8 +228,8 @@ def _entry(raw: Any, where: str) -> ComponentEntry:
         provider=provider,
         icon_id=_text(raw, "icon_id", where),
         shape=_text(raw, "shape", where),
-        stride_role=role,
-        status=status,
+        stride_role=_choice(raw, "stride_role", where, StrideRole),
+        status=_choice(raw, "status", where, EntryStatus),
         aliases=_strings(raw.get("aliases", []), f"{where}.aliases"),
         keywords=_strings(raw.get("keywords", []), f"{where}.keywords"),
         variants=tuple(_variant(v, f"{where}.variants[{i}]") for i, v in enumerate(variants)),

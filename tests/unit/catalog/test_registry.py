@@ -110,6 +110,18 @@ def test_aliases_resolve_to_their_entry(tmp_path: Path) -> None:
         ('{"entries": 3}', "no entries list"),
         ('{"entries": [{"id": "x"}]}', r"entries\[0\]\.category must be a non-empty string"),
         ('{"entries": []}', 'no "generic" entry'),
+        (
+            '{"entries": [{"id": "x", "label": "X", "category": "services", "provider": "aws", '
+            '"icon_id": "i", "shape": "s", "stride_role": "boss", "status": "active"}]}',
+            r'entries\[0\]\.stride_role "boss" is not a known stride_role',
+        ),
+        (
+            '{"entries": [{"id": "x", "label": "X", "category": "services", "provider": "aws", '
+            '"icon_id": "i", "shape": "s", "stride_role": "service", "status": "active", '
+            '"variants": [{"id": "v", "label": "V", "provider": "aws", "icon_id": "i", '
+            '"status": "retired"}]}]}',
+            r'entries\[0\]\.variants\[0\]\.status "retired" is not a known status',
+        ),
     ],
 )
 def test_broken_catalog_files_fail_with_plain_messages(tmp_path: Path, content: str, message: str) -> None:
