@@ -82,12 +82,6 @@ def install_asyncgen_hooks() -> None:
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
-def _database_exists() -> bool:
-    from stockade.store.database import database_path
-
-    return database_path().exists()
-
-
 def model_choices() -> list[ModelChoice]:
     from stockade.protocol.models import load_models
 
@@ -717,9 +711,8 @@ class AssistantController(QObject):
         path = self._document_path()
         runs: list[dict[str, Any]] = []
         try:
-            if path is not None and not self._closed and \
-                    await self.worker.run(_database_exists):
-                runs = await self.worker.call(lambda g: parked_runs(g, path))
+            if path is not None and not self._closed:
+                runs = await self.worker.read_if_present(lambda g: parked_runs(g, path)) or []
         except StoreError as exc:
             if not self._closed:
                 self.pane.set_error(str(exc))

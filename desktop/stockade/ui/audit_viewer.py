@@ -118,19 +118,12 @@ class AuditViewer(QDialog):
             self._future.set_result(None)
         self.deleteLater()
 
-    async def _call(self, fn: Any) -> Any:
-        from stockade.ui.assistant_controller import _database_exists
-
-        if not await self._worker.run(_database_exists):
-            return None
-        return await self._worker.call(fn)
-
     async def load_runs(self) -> None:
         def runs(gov: Governance) -> list[RunRow]:
             return gov.runs.list_runs()
 
         try:
-            rows = await self._call(runs) or []
+            rows = await self._worker.read_if_present(runs) or []
         except StoreError as exc:
             if not self._closed:
                 self.result_label.setText(str(exc))
@@ -157,7 +150,7 @@ class AuditViewer(QDialog):
 
     async def load_events(self, run_id: str) -> None:
         try:
-            events = await self._call(lambda g: g.trajectory.events(run_id)) or []
+            events = await self._worker.read_if_present(lambda g: g.trajectory.events(run_id)) or []
         except StoreError as exc:
             if not self._closed:
                 self.result_label.setText(str(exc))
@@ -185,7 +178,7 @@ class AuditViewer(QDialog):
         self.verify_button.setEnabled(False)
         self.result_label.setText("Checking every event…")
         try:
-            result = await self._call(lambda g: g.trajectory.verify_chain())
+            result = await self._worker.read_if_present(lambda g: g.trajectory.verify_chain())
         except StoreError as exc:
             if not self._closed:
                 self.result_label.setText(str(exc))

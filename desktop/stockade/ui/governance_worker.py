@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from stockade.governance.session import Governance, open_governance
 from stockade.store import StoreError
+from stockade.store.database import database_path
 
 T = TypeVar("T")
 
@@ -35,6 +36,16 @@ class GovernanceWorker:
         if self._closed:
             raise StoreError("the assistant is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._run, fn)
+
+    async def read_if_present(self, fn: Callable[[Governance], T]) -> T | None:
+        """`fn(gov)` when the database file exists, else None: looking never creates it."""
+        if self._closed:
+            raise StoreError("the assistant is closed")
+
+        def read() -> T | None:
+            return self._run(fn) if database_path().exists() else None
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, read)
 
     async def run(self, fn: Callable[[], T]) -> T:
         """Plain blocking work (files, settings) off the UI thread, no database."""

@@ -7,6 +7,7 @@ to the keyring through `stockade.secrets` and are never shown back, never writte
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -33,6 +34,7 @@ from stockade.ui.chat_pane import PROVIDER_LABELS
 from stockade.ui.tool_call_card import plain_label
 
 if TYPE_CHECKING:
+    from stockade.secrets.keystore import KeyAdmin
     from stockade.ui.assistant_controller import AssistantController
 
 NO_LIMIT = -1
@@ -276,10 +278,6 @@ class SettingsDialog(QDialog):
         await self._refresh_spend()
 
     async def _refresh_spend(self) -> None:
-        from stockade.ui.assistant_controller import _database_exists
-
-        worker = self._controller.worker
-
         def spend(gov: Any) -> tuple[int, int]:
             from stockade.governance.ledger import window_keys
             from stockade.store import reservations
@@ -290,8 +288,7 @@ class SettingsDialog(QDialog):
                     reservations.committed_for_month(conn, month))
 
         try:
-            day, month = (await worker.call(spend)) if await worker.run(_database_exists) \
-                else (0, 0)
+            day, month = await self._controller.worker.read_if_present(spend) or (0, 0)
         except (StoreError, RuntimeError):
             if not self._closed:
                 self.spend_label.setText("Spent so far: not available")
@@ -304,31 +301,21 @@ class SettingsDialog(QDialog):
         edit = self.key_edits[provider]
         key = edit.text()
         edit.clear()  # the key leaves the widget at once, whatever happens next
-
-        def store() -> None:
-            from stockade.secrets import KeyStore
-
-            KeyStore().admin().set_key(provider, key)
-
-        try:
-            await self._controller.worker.run(store)
-        except (SecretsError, StoreError) as exc:
-            if not self._closed:
-                self._show_error(str(exc))
-            return
-        if self._closed:
-            return
-        self._show_error(None)
-        await self.refresh_status()
+        await self._change_key(lambda admin: admin.set_key(provider, key))
 
     async def delete_key(self, provider: str) -> None:
-        def remove() -> None:
+        await self._change_key(lambda admin: admin.delete_key(provider))
+
+    async def _change_key(self, change: Callable[[KeyAdmin], object]) -> None:
+        """Apply `change` to the keyring on the worker, then show the new key status."""
+
+        def run() -> None:
             from stockade.secrets import KeyStore
 
-            KeyStore().admin().delete_key(provider)
+            change(KeyStore().admin())
 
         try:
-            await self._controller.worker.run(remove)
+            await self._controller.worker.run(run)
         except (SecretsError, StoreError) as exc:
             if not self._closed:
                 self._show_error(str(exc))
