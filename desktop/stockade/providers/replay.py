@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stockade.protocol import errors
-from stockade.protocol.errors import ProtocolError, TransportReason
+from stockade.protocol.errors import TransportReason
 from stockade.protocol.events import (
     StreamError,
     StreamEvent,
@@ -90,13 +90,7 @@ def write_responses(path: str | Path, responses: list[list[StreamEvent]]) -> Non
 
 
 def _refused(message: str) -> StreamError:
-    return StreamError(
-        error=ProtocolError(
-            code=errors.ErrorCode.TRANSPORT,
-            message=message,
-            transport_reason=TransportReason.REFUSED,
-        )
-    )
+    return StreamError(error=errors.transport(LABEL, TransportReason.REFUSED, message=message))
 
 
 class ReplayProvider:

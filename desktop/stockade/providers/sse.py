@@ -113,15 +113,3 @@ class SseDecoder:
                 self._has_data = False
                 raise SseOverflow("event")
         return None
-
-
-def encode_frames(frames: list[tuple[str | None, str]]) -> bytes:
-    """Serialize (event, data) pairs as an SSE body; `None` event writes a bare `data:` frame."""
-    out: list[str] = []
-    for event, data in frames:
-        if event is not None:
-            out.append(f"event: {event}\n")
-        for line in data.split("\n"):
-            out.append(f"data: {line}\n")
-        out.append("\n")
-    return "".join(out).encode("utf-8")
