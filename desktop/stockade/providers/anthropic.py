@@ -27,6 +27,7 @@ from stockade.providers.sse import SseFrame
 from stockade.providers.streaming import (
     PendingToolCall,
     SdkErrors,
+    SdkProvider,
     SdkStream,
     client_timeout,
     finish_tool_call,
@@ -35,7 +36,6 @@ from stockade.providers.streaming import (
     stream_events,
     token_count,
 )
-from stockade.secrets.secret_str import SecretStr
 
 LABEL = "Anthropic"
 PRODUCTION_BASE_URL = "https://api.anthropic.com"
@@ -258,25 +258,11 @@ def _event_name(name: str) -> str:
     return clean[:40]
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Streams one Messages API request per `stream()` call; never retries by itself."""
 
     name = "anthropic"
-
-    def __init__(
-        self,
-        api_key: str | SecretStr,
-        *,
-        model_base_url: str | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        # Held wrapped so a repr, a traceback's locals or a log line can never show it.
-        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
-        self._base_url = model_base_url or PRODUCTION_BASE_URL
-        self._timeout_s = timeout_s
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(base_url={self._base_url!r})"
+    production_base_url = PRODUCTION_BASE_URL
 
     def _client(self) -> anthropic.AsyncAnthropic:
         # A fresh client per request: its HTTP connection pool belongs to one event loop.

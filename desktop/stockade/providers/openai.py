@@ -27,6 +27,7 @@ from stockade.providers.sse import SseFrame
 from stockade.providers.streaming import (
     PendingToolCall,
     SdkErrors,
+    SdkProvider,
     SdkStream,
     client_timeout,
     finish_tool_call,
@@ -35,7 +36,6 @@ from stockade.providers.streaming import (
     stream_events,
     token_count,
 )
-from stockade.secrets.secret_str import SecretStr
 
 LABEL = "OpenAI"
 PRODUCTION_BASE_URL = "https://api.openai.com/v1"
@@ -306,25 +306,11 @@ async def stream_chat_completions(
         await client.close()
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """Streams one Chat Completions request per `stream()` call; never retries by itself."""
 
     name = "openai"
-
-    def __init__(
-        self,
-        api_key: str | SecretStr,
-        *,
-        model_base_url: str | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        # Held wrapped so a repr, a traceback's locals or a log line can never show it.
-        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
-        self._base_url = model_base_url or PRODUCTION_BASE_URL
-        self._timeout_s = timeout_s
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={self._base_url!r})"
+    production_base_url = PRODUCTION_BASE_URL
 
     def _client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import httpx2
 
@@ -20,6 +20,7 @@ from stockade.protocol.events import (
     is_terminal,
 )
 from stockade.providers.sse import SseDecoder, SseFrame, SseOverflow
+from stockade.secrets.secret_str import SecretStr
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,27 @@ def translate_open_error(exc: Exception, label: str, sdk: SdkErrors) -> StreamEr
             label, TransportReason.REFUSED, message=f"The request to {label} could not be sent."
         )
     )
+
+
+class SdkProvider:
+    """What the Anthropic and OpenAI providers share: a wrapped key, an endpoint, a timeout."""
+
+    production_base_url: ClassVar[str]
+
+    def __init__(
+        self,
+        api_key: str | SecretStr,
+        *,
+        model_base_url: str | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        # Held wrapped so a repr, a traceback's locals or a log line can never show it.
+        self._api_key = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+        self._base_url = model_base_url or self.production_base_url
+        self._timeout_s = timeout_s
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self._base_url!r})"
 
 
 class SdkStream(Protocol):
