@@ -189,18 +189,23 @@ _BUMPED = {
 }
 
 
+def fallback_role(element_type: str) -> StrideRole:
+    """The role `role_of` gives when the catalog cannot be read (no aliases)."""
+    if element_type == "text":
+        return StrideRole.NONE
+    if element_type in _FALLBACK_STORES:
+        return StrideRole.STORE
+    if element_type in _FALLBACK_ACTORS:
+        return StrideRole.ACTOR
+    return StrideRole.SERVICE
+
+
 def role_of(element_type: str) -> StrideRole:
     """The STRIDE role of an element type (catalog aliases honoured; unknown → service)."""
     try:
         return stride_role(element_type)
     except Exception:  # a damaged catalog must not stop analysis
-        if element_type == "text":
-            return StrideRole.NONE
-        if element_type in _FALLBACK_STORES:
-            return StrideRole.STORE
-        if element_type in _FALLBACK_ACTORS:
-            return StrideRole.ACTOR
-        return StrideRole.SERVICE
+        return fallback_role(element_type)
 
 
 def _short(name: str) -> str:
@@ -237,10 +242,13 @@ def _boundary_of(model: ThreatModel) -> dict[str, str]:
     return owner
 
 
+def _crosses(owner: dict[str, str], flow: DataFlow) -> bool:
+    return owner.get(flow.from_) != owner.get(flow.to)
+
+
 def crosses_boundary(model: ThreatModel, flow: DataFlow) -> bool:
     """Whether the flow's two ends sit in different trust boundaries (none counts as one)."""
-    owner = _boundary_of(model)
-    return owner.get(flow.from_) != owner.get(flow.to)
+    return _crosses(_boundary_of(model), flow)
 
 
 def analyze(model: ThreatModel) -> list[ProposedThreat]:
@@ -270,7 +278,7 @@ def analyze(model: ThreatModel) -> list[ProposedThreat]:
     for flow in model.data_flows:
         source = names.get(flow.from_, _short(flow.from_))
         target = names.get(flow.to, _short(flow.to))
-        crossing = owner.get(flow.from_) != owner.get(flow.to)
+        crossing = _crosses(owner, flow)
         for rule in _FLOW_RULES:
             if (flow.id, rule.category) in covered:
                 continue

@@ -7,7 +7,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stockade.catalog.stride import ProposedThreat, analyze, by_severity, crosses_boundary
+from stockade.catalog import StrideRole, default_catalog
+from stockade.catalog.stride import (
+    ProposedThreat,
+    analyze,
+    by_severity,
+    crosses_boundary,
+    fallback_role,
+)
 from stockade.thf.model import Severity, StrideCategory, ThreatModel
 
 C = StrideCategory
@@ -198,3 +205,11 @@ def test_proposals_never_repeat_a_covered_or_proposed_pair(doc: ThreatModel) -> 
         assert p.element in element_ids if p.element else p.flow in flow_ids
         assert 0 < len(p.title) <= 200 and p.description
     assert analyze(doc) == proposals
+
+
+def test_the_fallback_roles_agree_with_the_bundled_catalog() -> None:
+    # The fallback copies the catalog's roles so analysis survives a damaged catalog file;
+    # this keeps the copy from drifting when the catalog changes.
+    for entry in default_catalog().entries:
+        assert fallback_role(entry.id) is entry.stride_role, entry.id
+    assert fallback_role("no_such_type") is StrideRole.SERVICE
