@@ -253,14 +253,10 @@ class AssistantController(QObject):
         self.ready = True
 
     async def refresh_keyring_notice(self) -> None:
-        def probe() -> tuple[bool, str]:
-            from stockade.secrets import KeyStore
-
-            status = KeyStore().status()
-            return status.is_secure, status.message
+        from stockade.ui.main_window import keyring_status
 
         try:
-            secure, message = await self.worker.run(probe)
+            secure, message = await self.worker.run(keyring_status)
         except Exception:  # an unusable keyring is shown as insecure, never as a crash
             secure, message = False, "The system keyring could not be checked."
         if not self._closed:

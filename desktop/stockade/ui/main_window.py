@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
     async def refresh_keyring_status(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            status = await loop.run_in_executor(None, _keyring_status)
+            status = await loop.run_in_executor(None, keyring_status)
         except Exception as err:  # an unusable keyring is a status to show, not a crash
             self.keyring_label.setText("Keyring: unavailable")
             self.keyring_label.setToolTip(f"The keyring could not be checked ({type(err).__name__}).")
@@ -437,24 +437,17 @@ class MainWindow(QMainWindow):
         self.validation_label.setStyleSheet("")
 
     def _fill_template_menu(self) -> None:
+        from stockade.thf.templates import list_templates
+
         self.template_menu.clear()
-        try:
-            from stockade.thf.templates import list_templates
-        except ModuleNotFoundError:
-            action = self.template_menu.addAction("No templates in this build")
-            action.setEnabled(False)
-            return
         for template in list_templates():
-            template_id = str(getattr(template, "id", template))
-            label = str(getattr(template, "name", template_id))
-            action = self.template_menu.addAction(label)
-            action.setObjectName(f"actionTemplate_{template_id}")
-            description = getattr(template, "description", "")
-            if description:
-                action.setToolTip(str(description))
-                action.setStatusTip(str(description))
+            action = self.template_menu.addAction(template.name)
+            action.setObjectName(f"actionTemplate_{template.id}")
+            if template.description:
+                action.setToolTip(template.description)
+                action.setStatusTip(template.description)
             action.triggered.connect(
-                lambda _checked=False, tid=template_id: self.spawn(self.new_from_template(tid))
+                lambda _checked=False, tid=template.id: self.spawn(self.new_from_template(tid))
             )
 
     def _fill_recent_menu(self) -> None:
@@ -514,7 +507,8 @@ def _short(label: str, limit: int = 60) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def _keyring_status() -> tuple[bool, str]:
+def keyring_status() -> tuple[bool, str]:
+    """Whether the keyring keeps keys securely, and the sentence that says so (blocking)."""
     from stockade.secrets.keystore import KeyStore
 
     status = KeyStore().status()
