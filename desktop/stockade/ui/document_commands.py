@@ -46,7 +46,7 @@ class DocumentCommands(QObject):
             self._window.prompts.show_error(result.title, result.message)
             return False
         self._window.open_document.replace(result, path, saved=True)
-        self._window.recent_files.add(path)
+        await self._window.recent_files.add(path)
         self._window.statusBar().showMessage(f"Opened {path.name}", 4000)
         return True
 
@@ -102,7 +102,7 @@ class DocumentCommands(QObject):
             self._window.prompts.show_error(problem.title, problem.message)
             return False
         self._window.open_document.mark_saved(document, path)
-        self._window.recent_files.add(path)
+        await self._window.recent_files.add(path)
         self._window.statusBar().showMessage(f"Saved {path.name}", 4000)
         return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -42,13 +43,18 @@ class RecentFiles:
         if settings is not None:
             self._paths = settings.recent_files[:MAX_RECENT_FILES]
 
-    def add(self, path: Path) -> None:
+    async def add(self, path: Path) -> None:
+        """Put `path` first; the settings file is rewritten (with an fsync) off the UI thread."""
         text = str(path.resolve())
         self._paths = [text, *(p for p in self._paths if p != text)][:MAX_RECENT_FILES]
+        await asyncio.get_running_loop().run_in_executor(None, self._store, self.paths)
+
+    @staticmethod
+    def _store(paths: list[str]) -> None:
         settings = _settings_as_they_are()
         if settings is None:
             return  # a damaged file is not overwritten before it has been moved aside
         try:
-            save_settings(settings.model_copy(update={"recent_files": self.paths}))
+            save_settings(settings.model_copy(update={"recent_files": paths}))
         except OSError as err:
             log.warning("could not remember recent files (%s)", type(err).__name__)
