@@ -21,7 +21,7 @@ from stockade.protocol.events import (
     ToolCallStart,
     Usage,
 )
-from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from stockade.protocol.messages import Message, ToolCallBlock, ToolResultBlock, flatten_text
 from stockade.protocol.request import ChatRequest
 from stockade.providers.sse import SseFrame
 from stockade.providers.streaming import (
@@ -66,7 +66,7 @@ def openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
-        text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        text = flatten_text(message)
         if message.role == "assistant":
             calls = [
                 {
