@@ -75,13 +75,12 @@ class StreamError:
 
     type: ClassVar[Literal["error"]] = "error"
     error: ProtocolError
+    ends_stream: bool = False
+    """True for a `malformed_stream` error that ends the stream (e.g. a truncated body)."""
 
     @property
     def is_terminal(self) -> bool:
         return self.error.code is not ErrorCode.MALFORMED_STREAM or self.ends_stream
-
-    ends_stream: bool = False
-    """True for a `malformed_stream` error that ends the stream (e.g. a truncated body)."""
 
 
 @dataclass(frozen=True, slots=True)
