@@ -8,7 +8,6 @@ prints them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import statistics
@@ -123,22 +122,15 @@ def run() -> list[dict[str, Any]]:
 
 
 def _streaming_rows() -> list[dict[str, Any]]:
-    """The chat pane's streaming-drift figures (`ui_streaming.py`), when that module exists."""
-    path = Path(__file__).resolve().parent / "ui_streaming.py"
-    if not path.exists():
-        return []
-    spec = importlib.util.spec_from_file_location("stockade_bench_ui_streaming", path)
-    if spec is None or spec.loader is None:
-        return []
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The chat pane's streaming-drift figures (`ui_streaming.py`)."""
+    from tools.benchmarks.ui_streaming import rows as streaming_rows
+
     try:
-        result: list[dict[str, Any]] = module.rows()
+        return streaming_rows()
     except RuntimeError as err:
         # One failing figure must not hide the others; say so loudly on stderr.
         print(f"ui streaming benchmark failed: {err}", file=sys.stderr)
         return []
-    return result
 
 
 if __name__ == "__main__":

@@ -305,8 +305,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Qt override: closeEvent (unsaved changes are asked about without blocking the loop)."""
         if self._close_approved or not self.open_document.is_dirty:
-            window_settings().setValue("geometry", self.saveGeometry())
-            window_settings().setValue("splitter", self.splitter.saveState())
+            settings = window_settings()
+            settings.setValue("geometry", self.saveGeometry())
+            settings.setValue("splitter", self.splitter.saveState())
             crash_handler.set_notifier(None)
             self.assistant.prepare_to_close()  # assistant hook-up: park a turn awaiting approval
             event.accept()
