@@ -6,7 +6,6 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
@@ -30,6 +29,7 @@ from stockade.protocol.messages import Message, flatten_text
 from stockade.settings import Settings, read_settings, save_settings
 from stockade.store import StoreError
 from stockade.thf.model import ThreatModel
+from stockade.thf.reader import read_file
 from stockade.ui.approval_dialog import (
     ApprovalDialog,
     ApprovalEnd,
@@ -611,7 +611,7 @@ class AssistantController(QObject):
             return False
         base = session.document_session.document
         if self.window.open_document.is_dirty:
-            base = await self.worker.run(lambda: _read_model(path))
+            base = await self.worker.run(lambda: read_file(path))
         if self._closed or session is not self.session:
             return False  # closing parked it already
         try:
@@ -658,7 +658,7 @@ class AssistantController(QObject):
                 try:
                     base = session.document_session.document
                     if self.window.open_document.is_dirty:
-                        base = _read_model(path)  # closing: a short synchronous read is fine
+                        base = read_file(path)  # closing: a short synchronous read is fine
                     session.park(base_document=base)
                     self.turnParked.emit(session.run_id)
                 except Exception:
@@ -897,12 +897,6 @@ def _decision(run_id: str, call_id: str, approve: bool,
                              reason=None if approve else "denied in the app")
 
     return decide
-
-
-def _read_model(path: Path) -> ThreatModel:
-    from stockade.thf.reader import read_file
-
-    return read_file(path)
 
 
 def _plain(exc: BaseException) -> str:
