@@ -181,7 +181,15 @@ def _resume(gov: Any, args: argparse.Namespace) -> int:
     write = bool(snap.get("write_back"))
     from stockade.thf.reader import read_file
 
-    on_disk = read_file(ticket.run.document_path)
+    try:
+        on_disk = read_file(ticket.run.document_path)
+    except ThfError as exc:
+        # The file changed under the turn (deleted, or replaced by something invalid): nothing
+        # is written over it; the run's own record of what it did is still printed.
+        print_error(f"the document can no longer be read ({exc.message}); the turn's changes "
+                    "were not written")
+        print_summary(session.summary(document_written=False), args.json)
+        return ExitCode.FAILED
     summary, code = settle_headless(session, original=on_disk, write=write,
                                     state_phase=session.state.phase)
     print_summary(summary, args.json)
