@@ -176,8 +176,16 @@ def _resume(gov: Any, args: argparse.Namespace) -> int:
     document_session = DocumentSession(document)
     provider = make_provider(snap["provider_name"], snap["model"], snap.get("base_url"),
                              document_session)
+    from stockade.settings import read_settings
+
+    loaded = read_settings()
+    if loaded.problem:
+        print_error(loaded.problem)
+    # Day and month limits are today's settings, not those in force when the run parked.
+    wallet = loaded.settings.credits.budgets()
     session = asyncio.run(AssistantSession.resume(gov, ticket, provider=provider,
-                                                  document_session=document_session))
+                                                  document_session=document_session,
+                                                  wallet=wallet))
     write = bool(snap.get("write_back"))
     from stockade.thf.reader import read_file
 

@@ -486,14 +486,23 @@ class AssistantSession:
     async def resume(cls, gov: Governance, ticket: ResumeTicket, *, provider: Any,
                      document_session: DocumentSession | None = None, registry: Any = None,
                      on_state: Callable[[TurnState], None] | None = None,
-                     clock_ms: Callable[[], int] | None = None) -> AssistantSession:
-        """Claim the run (CAS), rebuild the same turn, apply the recorded decisions, continue."""
+                     clock_ms: Callable[[], int] | None = None,
+                     wallet: CreditBudgets | None = None) -> AssistantSession:
+        """Claim the run (CAS), rebuild the same turn, apply the recorded decisions, continue.
+
+        The turn keeps the per-turn budget it was started with. `wallet` carries the day and
+        month limits in force now (from settings): a limit the user lowered while the run was
+        parked must bind the resumed run too.
+        """
         snap = ticket.snapshot
         run_id = ticket.run.run_id
         registry = registry if registry is not None else _default_registry()
         if document_session is None:
             document_session = DocumentSession(ThreatModel.model_validate(snap["document"]))
         budgets = CreditBudgets(**snap["budgets"])
+        if wallet is not None:
+            budgets = dataclasses.replace(budgets, per_day=wallet.per_day,
+                                          per_month=wallet.per_month)
         guard = SecretGuard(GuardPolicy(snap["guard_policy"]))
         approved_ids = [d.call_id for d in ticket.decisions]
         hooks = GovernedHooks(gov, run_id, provider_name=snap["provider_name"],

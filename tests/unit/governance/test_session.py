@@ -314,3 +314,18 @@ def test_an_absurd_tool_name_from_the_model_is_audited_as_a_digest(gov: Governan
     proposed = next(e for e in gov.trajectory.events(session.run_id)
                     if e.kind == "tool.proposed")
     assert proposed.payload["tool"].startswith("sha256:")
+
+
+def test_a_day_limit_lowered_while_parked_binds_the_resumed_run(gov: Governance) -> None:
+    run_id = _park(gov, (DESTRUCTIVE,))
+    decide_parked(gov, run_id, "c9", approve=False, actor="alice")
+    ticket = AssistantSession.prepare_resume(gov, run_id)
+    provider = ScriptedProvider(text_reply("should not be asked"))
+    wallet = CreditBudgets(per_turn=BIG.per_turn, per_day=0, per_month=None)
+    session = asyncio.run(AssistantSession.resume(gov, ticket, provider=provider, wallet=wallet))
+    # The turn keeps its own budget; the wallet limit is today's, and it refuses the request.
+    assert session.budgets == CreditBudgets(per_turn=BIG.per_turn, per_day=0, per_month=None)
+    summary = session.summary()
+    assert summary.outcome == "bounded" and summary.reason == "credits"
+    assert provider.requests == []
+    assert _balanced(gov)
