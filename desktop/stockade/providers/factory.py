@@ -21,12 +21,7 @@ from typing import Protocol
 from stockade.protocol.errors import ErrorCode, ProtocolError, no_api_key
 from stockade.protocol.events import StreamError, StreamEvent
 from stockade.protocol.request import ChatRequest
-from stockade.providers.anthropic import AnthropicProvider
 from stockade.providers.base import Provider
-from stockade.providers.local import LocalProvider
-from stockade.providers.offline import OfflineProvider
-from stockade.providers.openai import OpenAIProvider
-from stockade.providers.replay import ReplayProvider
 from stockade.thf.model import ThreatModel
 
 log = logging.getLogger(__name__)
@@ -120,15 +115,23 @@ def create_provider(
         valid = ", ".join(p.value for p in ProviderId)
         raise ValueError(f"Unknown provider {provider!r}; expected one of: {valid}.") from None
 
+    # Each provider module is imported only when chosen: the SDKs take seconds to import, and
+    # an offline or replay turn (or `stockade runs resume` of one) should not pay for them.
     if which is ProviderId.OFFLINE:
+        from stockade.providers.offline import OfflineProvider
+
         if document_source is None:
             raise ValueError("The offline provider needs a document source.")
         return OfflineProvider(document_source)
     if which is ProviderId.REPLAY:
+        from stockade.providers.replay import ReplayProvider
+
         if replay_path is None:
             raise ValueError("The replay provider needs the path of a recorded event file.")
         return ReplayProvider(replay_path)
     if which is ProviderId.LOCAL:
+        from stockade.providers.local import LocalProvider
+
         if not base_url:
             raise ValueError("The local provider needs the server URL from settings.")
         key, _ = _read_key(which.value, key_store)  # optional: a keyring fault means no key
@@ -141,5 +144,9 @@ def create_provider(
         return UnavailableProvider(which.value, no_api_key(which.value))
     root = api_base_override or override_from_environment()
     if which is ProviderId.ANTHROPIC:
+        from stockade.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(key, model_base_url=root)
+    from stockade.providers.openai import OpenAIProvider
+
     return OpenAIProvider(key, model_base_url=f"{root.rstrip('/')}/v1" if root else None)

@@ -881,7 +881,11 @@ def _quiet(task: asyncio.Future[Any]) -> None:
 def _load_turn_tools() -> Any:
     """The tool registry, with the provider SDKs imported: a second or more of work (SDK
     imports, 16 JSON schemas) that must never run on the UI thread. Built once per window."""
+    # The factory imports provider modules only when one is chosen; import the two SDK-backed
+    # ones here so choosing Anthropic or OpenAI later never imports an SDK on the UI thread.
+    import stockade.providers.anthropic
     import stockade.providers.factory
+    import stockade.providers.openai
     import stockade.tools.prompt  # noqa: F401
     from stockade.tools.registry import default_registry
 
