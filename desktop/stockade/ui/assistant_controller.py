@@ -825,7 +825,8 @@ class AssistantController(QObject):
             provider = self.make_provider(provider_name, model, snapshot.get("base_url"), history)
             session = await AssistantSession.resume(
                 self._main_gov(), ticket, provider=provider, document_session=history,
-                registry=registry, on_state=self._on_runner_state)
+                registry=registry, on_state=self._on_runner_state,
+                wallet=self.settings.credits.budgets())
         except Exception as exc:  # the claim lost, or the snapshot no longer matches its tools
             log.info("resume refused: %s", type(exc).__name__)
             if self._closed:
