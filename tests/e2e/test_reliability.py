@@ -429,13 +429,13 @@ def _child_main(argv: list[str]) -> None:  # pragma: no cover - runs in a subpro
     from stockade.thf import writer
     from stockade.thf.model import Severity
     from stockade.tools import actions
-    from stockade.ui.main_window import MainWindow
+    from stockade.ui.app import create_main_window
 
     mode, path = argv[0], Path(argv[1])
     app = QApplication([sys.argv[0]])
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(probe_keyring=False)
+    window = create_main_window(probe_keyring=False)
     errors: list[tuple[str, str]] = []
     window.prompts.show_error = lambda title, text: errors.append((title, text))  # type: ignore[method-assign]
     window.show()

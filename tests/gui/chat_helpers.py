@@ -10,8 +10,8 @@ import pytest
 
 from stockade.loop.state import TurnPhase
 from stockade.secrets import KeyStore
-from stockade.ui.approval_dialog import ApprovalDialog
-from stockade.ui.assistant_controller import AssistantController
+from stockade.ui.assistant.approval_dialog import ApprovalDialog
+from stockade.ui.assistant.controller import AssistantController
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer
@@ -41,7 +41,7 @@ def assistant(driver: WindowDriver) -> AssistantController:
 
 def choose(controller: AssistantController, provider: str = "anthropic",
            model: str = MODEL) -> None:
-    from stockade.ui.assistant_controller import model_choices
+    from stockade.ui.assistant.controller import model_choices
 
     controller.pane.set_choices(model_choices(), provider, model)
     assert controller.pane.selection() == (provider, model)

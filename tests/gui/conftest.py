@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
 from stockade.thf.model import ThreatModel
-from stockade.ui.main_window import MainWindow
-from stockade.ui.prompts import Prompts, UnsavedChoice
+from stockade.ui.app import create_main_window
+from stockade.ui.common.prompts import Prompts, UnsavedChoice
 
 T = TypeVar("T")
 
@@ -70,7 +70,7 @@ class WindowDriver:
 
     def __init__(self, qtbot: QtBot) -> None:
         self.qtbot = qtbot
-        self.window = MainWindow(probe_keyring=False)
+        self.window = create_main_window(probe_keyring=False)
         self.prompts = ScriptedPrompts(self.window)
         self.window.prompts = self.prompts
         qtbot.addWidget(self.window)

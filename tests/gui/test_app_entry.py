@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-from stockade.ui import crash_handler
+from stockade.ui.common import crash_handler
 from tests.conftest import THF_FIXTURES, LogGuard
 from tests.gui.conftest import WindowDriver
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
 from stockade.governance.session import open_governance, parked_runs
 from stockade.store.runs import RunStatus
-from stockade.ui.approval_dialog import (
+from stockade.ui.assistant.approval_dialog import (
     ApprovalDialog,
     ApprovalEnd,
     PendingCallView,

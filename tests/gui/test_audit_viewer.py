@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from stockade.store.database import database_path
-from stockade.ui.audit_viewer import AuditViewer
+from stockade.ui.assistant.audit_viewer import AuditViewer
 from tests.gui.chat_helpers import assistant, choose, copy_fixture, send, wait_dialog, wait_settled
 from tests.gui.conftest import WindowDriver
 

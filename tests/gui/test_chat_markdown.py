@@ -6,7 +6,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
-from stockade.ui.markdown_view import MarkdownView, stable_prefix_length
+from stockade.ui.common.markdown_view import MarkdownView, stable_prefix_length
 
 HOSTILE = (
     "# Findings\n\n<b>bold?</b> <script>alert(1)</script> **real bold**\n\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 
-from stockade.ui.diagram_view import (
+from stockade.ui.document.diagram_view import (
     BoundaryItem,
     ElementItem,
     FlowItem,

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from stockade.thf.model import SECTION_NAMES
 from stockade.thf.reader import read_file
-from stockade.ui.document_tree import FETCH_BATCH
+from stockade.ui.document.document_tree import FETCH_BATCH
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 

@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 
-from stockade.ui.prompts import Prompts, UnsavedChoice
+from stockade.ui.common.prompts import Prompts, UnsavedChoice
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 
@@ -83,8 +83,8 @@ def test_no_ui_module_starts_a_nested_event_loop() -> None:
     )
     folder = Path(stockade.ui.__file__).parent
     offenders = [
-        f"{path.name}:{number}"
-        for path in sorted(folder.glob("*.py"))
+        f"{path.relative_to(folder)}:{number}"
+        for path in sorted(folder.rglob("*.py"))
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if nested.search(line)
     ]

@@ -12,7 +12,7 @@ import pytest
 
 from stockade.thf.reader import read_file
 from stockade.tools import actions
-from stockade.ui.prompts import UnsavedChoice
+from stockade.ui.common.prompts import UnsavedChoice
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 

@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from stockade.secrets import SERVICE, KeyStore
 from stockade.settings import load_settings, settings_path
-from stockade.ui.settings_dialog import SettingsDialog
+from stockade.ui.assistant.settings_dialog import SettingsDialog
 from tests.conftest import THF_FIXTURES
 from tests.gui.chat_helpers import assistant
 from tests.gui.conftest import WindowDriver

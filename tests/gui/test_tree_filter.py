@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory
-from stockade.ui.document_tree import NO_MITIGATION
+from stockade.ui.document.document_tree import NO_MITIGATION
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 

@@ -34,12 +34,12 @@ def _child(model_path: str) -> None:
     import qasync
     from PySide6.QtWidgets import QApplication
 
-    from stockade.ui.main_window import MainWindow
+    from stockade.ui.app import create_main_window
 
     app = QApplication([sys.argv[0]])
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(probe_keyring=False)
+    window = create_main_window(probe_keyring=False)
     window.show()
 
     async def open_and_settle() -> bool:

@@ -60,8 +60,8 @@ def _child(model_path: str) -> None:
         Usage,
     )
     from stockade.protocol.request import ChatRequest
-    from stockade.ui.assistant_controller import model_choices
-    from stockade.ui.main_window import MainWindow
+    from stockade.ui.app import create_main_window
+    from stockade.ui.assistant.controller import model_choices
 
     total = int(DELTAS_PER_SECOND * STREAM_SECONDS)
 
@@ -86,7 +86,7 @@ def _child(model_path: str) -> None:
     app = QApplication([sys.argv[0]])
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(probe_keyring=False)
+    window = create_main_window(probe_keyring=False)
     window.resize(1280, 800)
     window.show()
     controller = window.assistant

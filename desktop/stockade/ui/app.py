@@ -9,9 +9,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from stockade.ui.common.prompts import Prompts
+    from stockade.ui.document.open_document import HistoryFactory
     from stockade.ui.main_window import MainWindow
 
 SCREENSHOT_SIZE = (1280, 800)
+
+
+def create_main_window(*, prompts: Prompts | None = None,
+                       history_factory: HistoryFactory | None = None,
+                       probe_keyring: bool = True) -> MainWindow:
+    """The main window with the assistant attached: the one place the app is composed."""
+    from stockade.ui.assistant.controller import AssistantController
+    from stockade.ui.main_window import MainWindow
+
+    window = MainWindow(prompts=prompts, history_factory=history_factory,
+                        probe_keyring=probe_keyring)
+    AssistantController(window)
+    return window
 
 
 def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None = "tree") -> int:
@@ -29,9 +44,8 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
     import qasync
     from PySide6.QtWidgets import QApplication
 
-    from stockade.ui import crash_handler
-    from stockade.ui.main_window import MainWindow
-    from stockade.ui.prompts import StderrPrompts
+    from stockade.ui.common import crash_handler
+    from stockade.ui.common.prompts import StderrPrompts
 
     crash_handler.install_log_file()
     existing = QApplication.instance()
@@ -42,7 +56,7 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
 
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(prompts=StderrPrompts() if screenshot else None)
+    window = create_main_window(prompts=StderrPrompts() if screenshot else None)
     if screenshot:
         window.resize(*SCREENSHOT_SIZE)
     closed: asyncio.Future[None] = loop.create_future()

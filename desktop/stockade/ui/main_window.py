@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -23,15 +23,15 @@ from PySide6.QtWidgets import (
 from stockade.paths import data_dir
 from stockade.thf.errors import ThfError
 from stockade.thf.model import Severity, ThreatModel
-from stockade.ui import crash_handler
-from stockade.ui.detail_pane import DetailPane
-from stockade.ui.diagram_view import DiagramView
-from stockade.ui.document_commands import REPORT_FORMATS, DocumentCommands
-from stockade.ui.document_tree import DocumentTreePane
-from stockade.ui.open_document import HistoryFactory, OpenDocument
-from stockade.ui.prompts import Prompts
-from stockade.ui.recent_files import RecentFiles
-from stockade.ui.summary_view import SummaryView
+from stockade.ui.common import crash_handler
+from stockade.ui.common.prompts import Prompts
+from stockade.ui.common.recent_files import RecentFiles
+from stockade.ui.document.detail_pane import DetailPane
+from stockade.ui.document.diagram_view import DiagramView
+from stockade.ui.document.document_commands import REPORT_FORMATS, DocumentCommands
+from stockade.ui.document.document_tree import DocumentTreePane
+from stockade.ui.document.open_document import HistoryFactory, OpenDocument
+from stockade.ui.document.summary_view import SummaryView
 
 
 class AppTab(StrEnum):
@@ -41,6 +41,14 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
+
+
+class AssistantHookup(Protocol):
+    """What the window asks of the assistant that `ui.app` attaches (never imported here)."""
+
+    def start_screenshot_turn(self) -> None: ...
+
+    def prepare_to_close(self) -> None: ...
 
 
 def window_settings() -> QSettings:
@@ -108,10 +116,7 @@ class MainWindow(QMainWindow):
         crash_handler.set_notifier(self._on_unexpected_error)
         if probe_keyring:
             self.spawn(self.refresh_keyring_status())
-        # Assistant hook-up (chat dock, approvals, settings, audit trail): assistant_controller.
-        from stockade.ui.assistant_controller import AssistantController
-
-        self.assistant = AssistantController(self)
+        self.assistant: AssistantHookup | None = None
 
     # -- construction -----------------------------------------------------------------------
 
@@ -228,6 +233,10 @@ class MainWindow(QMainWindow):
     def register_tab(self, tab: AppTab, show: Callable[[], None]) -> None:
         self._tab_handlers[tab] = show
 
+    def attach_assistant(self, assistant: AssistantHookup) -> None:
+        """The assistant's controller registers itself (it builds its own dock and menus)."""
+        self.assistant = assistant
+
     def show_tab(self, tab: AppTab | str) -> None:
         tab = AppTab(tab)
         handler = self._tab_handlers.get(tab)
@@ -238,7 +247,8 @@ class MainWindow(QMainWindow):
 
     def prepare_screenshot(self) -> None:
         """Show something worth looking at: sections open and the most severe threat selected."""
-        self.assistant.start_screenshot_turn()  # assistant hook-up: --tab chat shows an approval
+        if self.assistant is not None:
+            self.assistant.start_screenshot_turn()  # --tab chat shows an approval
         document = self.open_document.document
         if document is None:
             return
@@ -309,7 +319,8 @@ class MainWindow(QMainWindow):
             settings.setValue("geometry", self.saveGeometry())
             settings.setValue("splitter", self.splitter.saveState())
             crash_handler.set_notifier(None)
-            self.assistant.prepare_to_close()  # assistant hook-up: park a turn awaiting approval
+            if self.assistant is not None:
+                self.assistant.prepare_to_close()  # park a turn awaiting approval
             event.accept()
             return
         event.ignore()

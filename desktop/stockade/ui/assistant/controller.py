@@ -30,16 +30,16 @@ from stockade.settings import Settings, read_settings, save_settings
 from stockade.store import StoreError
 from stockade.thf.model import ThreatModel
 from stockade.thf.reader import read_file
-from stockade.ui.approval_dialog import (
+from stockade.ui.assistant.approval_dialog import (
     ApprovalDialog,
     ApprovalEnd,
     ApprovalOutcome,
     ApprovalStep,
     pending_views,
 )
-from stockade.ui.chat_pane import ChatPane, ModelChoice, ParkedRunItem, TurnView
-from stockade.ui.governance_worker import GovernanceWorker
-from stockade.ui.screenshot_turn import (
+from stockade.ui.assistant.chat_pane import ChatPane, ModelChoice, ParkedRunItem, TurnView
+from stockade.ui.assistant.governance_worker import GovernanceWorker
+from stockade.ui.assistant.screenshot_turn import (
     SCREENSHOT_PROMPT,
     ScreenshotTurn,
     embed_for_screenshot,
@@ -120,6 +120,7 @@ class AssistantController(QObject):
         super().__init__(window)
         self.setObjectName("assistantController")
         self.window = window
+        window.attach_assistant(self)
         self.pane = ChatPane(window)
         self.dock = window.add_side_dock(self.pane, "Assistant", "chatDock")
         self.worker = GovernanceWorker()
@@ -861,13 +862,13 @@ class AssistantController(QObject):
     # -- dialogs ---------------------------------------------------------------------------
 
     async def open_settings(self) -> None:
-        from stockade.ui.settings_dialog import SettingsDialog
+        from stockade.ui.assistant.settings_dialog import SettingsDialog
 
         dialog = SettingsDialog(self, self.window)
         await dialog.ask()
 
     async def open_audit_viewer(self) -> None:
-        from stockade.ui.audit_viewer import AuditViewer
+        from stockade.ui.assistant.audit_viewer import AuditViewer
 
         viewer = AuditViewer(self.worker, self.window, self._spawn)
         await viewer.ask()

@@ -15,7 +15,7 @@ from stockade.governance.session import ApprovePolicy, AssistantSession, open_go
 from stockade.loop.history import DocumentSession
 from stockade.loop.state import TurnState
 from stockade.settings import Settings
-from stockade.ui.approval_dialog import ApprovalDialog, PendingCallView, pending_views
+from stockade.ui.assistant.approval_dialog import ApprovalDialog, PendingCallView, pending_views
 
 SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
 SCREENSHOT_TIMEOUT_S = 60

@@ -26,13 +26,13 @@ from PySide6.QtWidgets import (
 )
 
 from stockade.store import StoreError
-from stockade.ui.tool_call_card import plain_label
+from stockade.ui.assistant.tool_call_card import plain_label
 
 if TYPE_CHECKING:
     from stockade.governance.session import Governance
     from stockade.governance.trajectory import TrajectoryEvent, VerifyResult
     from stockade.store.runs import RunRow
-    from stockade.ui.governance_worker import GovernanceWorker
+    from stockade.ui.assistant.governance_worker import GovernanceWorker
 
 RUN_COLUMNS = ("Run", "Status", "Outcome", "Provider", "Model", "Started", "Document")
 EVENT_COLUMNS = ("#", "Kind", "Time", "Payload")

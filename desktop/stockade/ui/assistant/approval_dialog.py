@@ -32,7 +32,7 @@ from stockade.loop.state import CallRecord
 from stockade.thf.diff import describe, diff
 from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk
-from stockade.ui.tool_call_card import plain_label
+from stockade.ui.assistant.tool_call_card import plain_label
 
 PREVIEW_VALUE_MAX = 160
 """Longest before/after value shown per field; the raw input below always has the whole call."""

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 from stockade.thf.model import ENTITY_TYPES, MitigationStatus, Severity, ThreatModel
 from stockade.tools import actions
 from stockade.tools.schema import StrictInput, parse_input
-from stockade.ui.document_tree import SECTION_LABELS
-from stockade.ui.open_document import OpenDocument
+from stockade.ui.document.document_tree import SECTION_LABELS
+from stockade.ui.document.open_document import OpenDocument
 
 NO_MITIGATION = "none"
 

@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 
 from stockade.thf.errors import ThfError
-from stockade.ui.document_files import FileProblem, export_report, read_document, write_document
-from stockade.ui.prompts import UnsavedChoice
+from stockade.ui.common.prompts import UnsavedChoice
+from stockade.ui.document.document_files import (
+    FileProblem,
+    export_report,
+    read_document,
+    write_document,
+)
 
 if TYPE_CHECKING:
     from stockade.ui.main_window import MainWindow

@@ -30,12 +30,12 @@ from stockade.governance.guards import GuardPolicy
 from stockade.secrets import KeyProvider, SecretsError
 from stockade.settings import CreditSettings, LimitSettings, Settings
 from stockade.store import StoreError
-from stockade.ui.chat_pane import PROVIDER_LABELS
-from stockade.ui.tool_call_card import plain_label
+from stockade.ui.assistant.chat_pane import PROVIDER_LABELS
+from stockade.ui.assistant.tool_call_card import plain_label
 
 if TYPE_CHECKING:
     from stockade.secrets.keystore import KeyAdmin
-    from stockade.ui.assistant_controller import AssistantController
+    from stockade.ui.assistant.controller import AssistantController
 
 NO_LIMIT = -1
 LIMIT_LABELS: dict[str, str] = {

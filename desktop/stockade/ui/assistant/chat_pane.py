@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from stockade.loop.state import CallRecord
-from stockade.ui.markdown_view import MarkdownView
-from stockade.ui.tool_call_card import ToolCallCard, plain_label
+from stockade.ui.assistant.tool_call_card import ToolCallCard, plain_label
+from stockade.ui.common.markdown_view import MarkdownView
 
 PROVIDER_LABELS: dict[str, str] = {
     "anthropic": "Anthropic",

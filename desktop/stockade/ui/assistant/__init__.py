@@ -1,0 +1,1 @@
+"""Assistant panes: the chat, approvals, settings, the audit viewer and their controller."""

@@ -1,0 +1,1 @@
+"""Widgets and helpers shared by the document and assistant panes."""
