@@ -145,6 +145,8 @@ def auto_grant_read_only(
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
     """Whether the exact (tool, digest) pair was declined; the reason does not matter."""
+    if not denials:  # the usual case, and cheaper than starting a generator
+        return False
     return any(d.tool_name == tool_name and d.input_digest == input_digest for d in denials)
 
 
@@ -170,21 +172,21 @@ def authorize_start(state: TurnState, call_id: str) -> Authorized | Refused:
         return Refused(Violation.UNKNOWN_TOOL)
     if is_denied(state.denials, call.tool_name, call.input_digest):
         return Refused(Violation.DENIED_REPLAY)
-    named = [g for g in state.grants if g.call_id == call_id]
+    named = state.grants_for(call_id)
     if not named:
         return Refused(Violation.NO_GRANT)
-    bound = [
-        g for g in named if g.tool_name == call.tool_name and g.input_digest == call.input_digest
-    ]
+    tool_name, digest, iteration = call.tool_name, call.input_digest, state.iteration
+    bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return Refused(Violation.DIGEST_MISMATCH)
-    current = [g for g in bound if g.iteration == state.iteration]
+    current = [g for g in bound if g.iteration == iteration]
     if not current:
         return Refused(Violation.FOREIGN_ITERATION)
     # Compared by value: `CallStatus` lives in `state`, which imports this module.
     if call.status != "approved":
         return Refused(Violation.GRANT_ALREADY_CONSUMED)
-    unused = [g for g in current if g not in state.used_grants]
-    if not unused:
-        return Refused(Violation.GRANT_ALREADY_CONSUMED)
-    return Authorized(unused[0])
+    used = state.used_grant_set()
+    for g in current:
+        if g not in used:
+            return Authorized(g)
+    return Refused(Violation.GRANT_ALREADY_CONSUMED)
