@@ -70,7 +70,7 @@ class ToolSet:
     Equality is by the ordered tool names, which is what a parked snapshot stores.
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         table: dict[str, Tool] = {}
@@ -79,6 +79,7 @@ class ToolSet:
                 raise ValueError(f"Duplicate tool name {tool.name!r} in a tool set.")
             table[tool.name] = tool
         self._tools = table
+        self._specs: tuple[ToolSpec, ...] | None = None
 
     @classmethod
     def from_registry(cls, registry: Any) -> ToolSet:
@@ -101,7 +102,13 @@ class ToolSet:
         return tuple(self._tools.values())
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(ToolSpec(t.name, t.description, t.input_schema()) for t in self._tools.values())
+        """What each request of the turn advertises. Built once: the set is frozen, and copying
+        every schema for every request was most of the cost of preparing one."""
+        if self._specs is None:
+            self._specs = tuple(
+                ToolSpec(t.name, t.description, t.input_schema()) for t in self._tools.values()
+            )
+        return self._specs
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
