@@ -14,16 +14,7 @@ read-tool latency on a large document.
   that returns its result at once (the preparation stays real), so it is runner + reducer +
   hooks alone; target 1 ms, `ratio` value/target. `with tool bodies` runs the real tools
   committing on a 220-element model (reference checks and audit digests included).
-- read tools on a generated document of about 50,000 entities: the summary, `get_entity` on
-  an element and on a threat, `search_entities` unfiltered, by severity, by text and by
-  reference, and a catalog search. Each is reported twice: `warm` is the median of 15 calls
-  on one document (its read tables already built), `cold` is the median of 5 first calls,
-  each on a fresh copy of the document with new section lists (as after opening a file, so
-  it includes building whatever tables that call needs). `after a threat edit` is the first
-  `get_entity` on a document whose threats section alone is new (as after an AI edit).
-  `read index build` is every table of every section built at once.
-  `ratio` is value/target (at or below 1 meets the target).
-- graph edits on the same document: `update_threat` on a document no action has produced
+- graph edits on a generated document of about 50,000 entities: `update_threat` on a document no action has produced
   (it runs the whole-document reference check) and on the result of an earlier action (it
   relies on the actions' own checks), and the document digest each commit records.
 
@@ -46,11 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 TARGET_STREAM_INPUTS_PER_S = 770_000  # 2x ThreatForge's recorded 385k inputs/s
 TARGET_TOOL_TURN_INPUTS_PER_S = 134_000  # 2x ThreatForge's recorded 67k inputs/s
 TARGET_ITERATION_MS = 1.0
-TARGET_READ_MS = 20.0
 ELEMENTS_FOR_50K_ENTITIES = 16_500  # generate_model adds 1.5x flows, 0.5x threats, groups...
 RUNS_REDUCER = 9
 RUNS_RUNNER = 7
-RUNS_READ = 15
 RUNS_COLD = 5
 
 
@@ -196,7 +185,12 @@ class _InstantTool:
 def runner_iteration_ms(*, instant_tools: bool) -> float:
     """Median ms per iteration of the tool-heavy turn through `TurnRunner`."""
     from generate import generate_model
-    from loop_sequences import READ_RESULT, RUNNER_MODEL_ELEMENTS, TOOL_HEAVY_LIMITS, tool_heavy_replies
+    from loop_sequences import (
+        READ_RESULT,
+        RUNNER_MODEL_ELEMENTS,
+        TOOL_HEAVY_LIMITS,
+        tool_heavy_replies,
+    )
 
     from stockade.loop.history import DocumentSession
     from stockade.loop.runner import TurnRunner
@@ -244,103 +238,11 @@ def _runner_rows() -> list[dict[str, Any]]:
     ]
 
 
-def _read_rows() -> list[dict[str, Any]]:
-    from generate import generate_model
-
-    from stockade.thf.model import SECTION_NAMES
-    from stockade.tools.registry import default_registry
-    from stockade.tools.runtime import PreparedCall, ToolContext, ToolOk
-
-    model = generate_model(ELEMENTS_FOR_50K_ENTITIES)
-    entities = sum(len(getattr(model, section)) for section in SECTION_NAMES)
-    registry = default_registry()
-    last_element = f"comp-{ELEMENTS_FOR_50K_ENTITIES - 1}"
-    cases = [
-        ("get_document_summary", "get_document_summary", {}),
-        ("get_entity element", "get_entity", {"kind": "elements", "id": last_element}),
-        ("get_entity threat", "get_entity", {"kind": "threats", "id": model.threats[-1].id}),
-        ("search_entities elements unfiltered", "search_entities", {"kind": "elements"}),
-        ("search_entities threats severity high, offset 100", "search_entities",
-         {"kind": "threats", "severity": "high", "offset": 100}),
-        ("search_entities text over elements", "search_entities", {"kind": "elements", "text": "component 16"}),
-        ("search_entities references over flows", "search_entities", {"kind": "data_flows", "references": "comp-8000"}),
-        ("search_component_catalog", "search_component_catalog", {"query": "db"}),
-    ]
-
-    async def call_ms(call: PreparedCall, document: Any) -> float:
-        context = ToolContext(document=document)
-        t0 = time.perf_counter()
-        outcome = await call.run(context)
-        elapsed = (time.perf_counter() - t0) * 1000
-        assert isinstance(outcome, ToolOk), outcome
-        return elapsed
-
-    async def measure(call: PreparedCall) -> tuple[float, float]:
-        cold = [await call_ms(call, _fresh_copy(model)) for _ in range(RUNS_COLD)]
-        await call_ms(call, model)
-        warm = [await call_ms(call, model) for _ in range(RUNS_READ)]
-        return statistics.median(warm), statistics.median(cold)
-
-    rows = []
-    for label, name, raw in cases:
-        tool = registry.get(name)
-        assert tool is not None
-        prepared = tool.prepare(raw)
-        assert isinstance(prepared, PreparedCall), prepared
-        warm_ms, cold_ms = asyncio.run(measure(prepared))
-        size = f"{entities:,} entities"
-        rows.append(_row(f"{label} ({size}) warm median", warm_ms, "ms", TARGET_READ_MS,
-                         warm_ms / TARGET_READ_MS))
-        rows.append(_row(f"{label} ({size}) cold first call", cold_ms, "ms", None, None))
-    rows += _edit_rows(model, entities, registry)
-    rows += _index_rows(model, entities)
-    rows += _action_rows(model, entities)
-    return rows
-
-
 def _fresh_copy(model: Any) -> Any:
     """The same content in a new document with new section lists: nothing cached applies."""
     from stockade.thf.model import SECTION_NAMES
 
     return model.model_copy(update={name: list(getattr(model, name)) for name in SECTION_NAMES})
-
-
-def _edit_rows(model: Any, entities: int, registry: Any) -> list[dict[str, Any]]:
-    from stockade.tools.runtime import PreparedCall, ToolContext, ToolOk
-
-    tool = registry.get("get_entity")
-    prepared = tool.prepare({"kind": "elements", "id": f"comp-{ELEMENTS_FOR_50K_ENTITIES - 1}"})
-    assert isinstance(prepared, PreparedCall), prepared
-
-    async def first_call_after_edit() -> float:
-        await prepared.run(ToolContext(document=model))
-        # What an edit to one threat leaves behind: a new threats list, every other section
-        # the same list as before.
-        edited = model.model_copy(update={"threats": [*model.threats[1:], model.threats[0]]})
-        t0 = time.perf_counter()
-        outcome = await prepared.run(ToolContext(document=edited))
-        elapsed = (time.perf_counter() - t0) * 1000
-        assert isinstance(outcome, ToolOk), outcome
-        return elapsed
-
-    times = [asyncio.run(first_call_after_edit()) for _ in range(RUNS_COLD)]
-    value = statistics.median(times)
-    return [_row(f"get_entity element, first call after a threat edit ({entities:,} entities)",
-                 value, "ms", None, None)]
-
-
-def _index_rows(model: Any, entities: int) -> list[dict[str, Any]]:
-    try:
-        from stockade.tools.document_index import build_full_index
-    except ImportError:
-        return []
-    times = []
-    for _ in range(RUNS_COLD):
-        t0 = time.perf_counter()
-        build_full_index(model)
-        times.append((time.perf_counter() - t0) * 1000)
-    build_ms = statistics.median(times)
-    return [_row(f"read index build, every part ({entities:,} entities)", build_ms, "ms", None, None)]
 
 
 def _action_rows(model: Any, entities: int) -> list[dict[str, Any]]:
@@ -378,7 +280,13 @@ def _action_rows(model: Any, entities: int) -> list[dict[str, Any]]:
 
 
 def run() -> list[dict[str, Any]]:
-    return _reducer_rows() + _runner_rows() + _read_rows()
+    from generate import generate_model
+
+    from stockade.thf.model import SECTION_NAMES
+
+    model = generate_model(ELEMENTS_FOR_50K_ENTITIES)
+    entities = sum(len(getattr(model, section)) for section in SECTION_NAMES)
+    return _reducer_rows() + _runner_rows() + _action_rows(model, entities)
 
 
 if __name__ == "__main__":
