@@ -246,7 +246,7 @@ def _fresh_copy(model: Any) -> Any:
 
 
 def _action_rows(model: Any, entities: int) -> list[dict[str, Any]]:
-    from stockade.loop.runner import document_digest
+    from stockade.thf.digest import document_digest
     from stockade.tools import actions
 
     updates = actions.ThreatUpdates(severity="low")
