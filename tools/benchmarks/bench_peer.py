@@ -16,6 +16,7 @@ reducer and 1 for start-up; `ratio` is value/target, so at or above 1 meets it.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -77,10 +78,12 @@ def peer_sequences() -> dict[str, list[dict[str, Any]]]:
 
 
 def stockade_validate_seconds(thf_file: Path, runs: int = PROCESS_RUNS) -> float:
+    """Median wall time of `stockade validate FILE` as a fresh process, run from this tree."""
     from peer import process_seconds
 
     command = [sys.executable, "-m", "stockade.cli.main", "validate", str(thf_file)]
-    return process_seconds(command, runs=runs, what="stockade validate")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "desktop")}
+    return process_seconds(command, runs=runs, what="stockade validate", env=env)
 
 
 def compare(environ: dict[str, str] | None = None, *, processes: int = 3, rounds: int = 5,

@@ -158,13 +158,15 @@ def reader_process_seconds(peer: Peer, thf_file: Path, *, runs: int = 9) -> floa
         return process_seconds(command, runs=runs, what="the peer's reader")
 
 
-def process_seconds(command: Sequence[str], *, runs: int, what: str) -> float:
+def process_seconds(command: Sequence[str], *, runs: int, what: str,
+                    env: Mapping[str, str] | None = None) -> float:
     """Median wall time of `command` as a fresh process (after one unmeasured run, so every
     measured run sees the same warm file cache); raises `PeerUnavailable` if it fails."""
     times = []
     for attempt in range(runs + 1):
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120,
+                              env=None if env is None else dict(env))
         elapsed = time.perf_counter() - started
         if done.returncode != 0:
             raise PeerUnavailable(f"{what} failed: {(done.stderr or done.stdout).strip()[-500:]}")
