@@ -110,9 +110,9 @@ def _reducer_rows() -> list[dict[str, Any]]:
     rates = reducer_rates()
     stream, heavy = rates["stream"], rates["tool_heavy"]
     return [
-        _row("reducer inputs/s, streamed reply (10,003 inputs)", stream, "inputs/s",
+        _row("reducer inputs/s, streamed reply (10,003 inputs) [in-process]", stream, "inputs/s",
              TARGET_STREAM_INPUTS_PER_S, stream / TARGET_STREAM_INPUTS_PER_S),
-        _row("reducer inputs/s, tool-heavy turn (927 inputs, 96 calls)", heavy, "inputs/s",
+        _row("reducer inputs/s, tool-heavy turn (927 inputs, 96 calls) [in-process]", heavy, "inputs/s",
              TARGET_TOOL_TURN_INPUTS_PER_S, heavy / TARGET_TOOL_TURN_INPUTS_PER_S),
         _row("  of which preparing the 96 calls (tool input validation + digest)",
              rates["prepare_ms"], "ms", None, rates["prepare_ms"] / rates["tool_heavy_ms"]),
@@ -231,9 +231,9 @@ def _runner_rows() -> list[dict[str, Any]]:
     overhead = runner_iteration_ms(instant_tools=True)
     full = runner_iteration_ms(instant_tools=False)
     return [
-        _row("runner per iteration, 12 calls: loop overhead (runner + reducer + hooks)", overhead,
+        _row("runner per iteration, 12 calls: loop overhead (runner + reducer + hooks) [in-process]", overhead,
              "ms", TARGET_ITERATION_MS, overhead / TARGET_ITERATION_MS),
-        _row("runner per iteration, 12 calls: with tool bodies committing (220-element model)",
+        _row("runner per iteration, 12 calls: with tool bodies committing (220-element model) [in-process]",
              full, "ms", None, None),
     ]
 
@@ -271,11 +271,11 @@ def _action_rows(model: Any, entities: int) -> list[dict[str, Any]]:
         digests.append((time.perf_counter() - t0) * 1000)
     size = f"{entities:,} entities"
     return [
-        _row(f"update_threat, document not from an action ({size})", statistics.median(first),
+        _row(f"update_threat, document not from an action ({size}) [in-process]", statistics.median(first),
              "ms", None, None),
-        _row(f"update_threat, result of an earlier action ({size})", statistics.median(chained),
+        _row(f"update_threat, result of an earlier action ({size}) [in-process]", statistics.median(chained),
              "ms", None, None),
-        _row(f"document digest per commit ({size})", statistics.median(digests), "ms", None, None),
+        _row(f"document digest per commit ({size}) [in-process]", statistics.median(digests), "ms", None, None),
     ]
 
 

@@ -86,6 +86,15 @@ def stockade_validate_seconds(thf_file: Path, runs: int = PROCESS_RUNS) -> float
     return process_seconds(command, runs=runs, what="stockade validate", env=env)
 
 
+def stockade_help_seconds(runs: int = PROCESS_RUNS) -> float:
+    """Median wall time of `stockade --help` as a fresh process, run from this tree."""
+    from peer import process_seconds
+
+    command = [sys.executable, "-m", "stockade.cli.main", "--help"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "desktop")}
+    return process_seconds(command, runs=runs, what="stockade --help", env=env)
+
+
 def compare(environ: dict[str, str] | None = None, *, processes: int = 3, rounds: int = 5,
             process_runs: int = PROCESS_RUNS) -> list[dict[str, Any]]:
     """The rows: side by side when the peer can run here, else against the recorded figures."""
@@ -96,6 +105,7 @@ def compare(environ: dict[str, str] | None = None, *, processes: int = 3, rounds
         tiny = Path(tmp) / "tiny.thf"
         tiny.write_text(TINY_THF, encoding="utf-8")
         our_validate = stockade_validate_seconds(tiny, process_runs)
+        our_help = stockade_help_seconds(process_runs)
         try:
             found = harness.find_peer(environ)
             rates = harness.reducer_rates(found, peer_sequences(), processes=processes,
@@ -120,18 +130,19 @@ def compare(environ: dict[str, str] | None = None, *, processes: int = 3, rounds
             how = "vs recorded figures"
             notes = [f"peer not run: {why}", f"recorded: {recorded.recorded}"]
     rows = [
-        _row(f"{label}: reduceTurn, streamed reply (10,003 inputs)", peer_stream, "inputs/s"),
-        _row("Stockade: reduce_turn, streamed reply (10,003 inputs)", ours["stream"], "inputs/s"),
+        _row(f"{label}: reduceTurn, streamed reply (10,003 inputs) [in-process]", peer_stream, "inputs/s"),
+        _row("Stockade: reduce_turn, streamed reply (10,003 inputs) [in-process]", ours["stream"], "inputs/s"),
         _row(f"Stockade vs ThreatForge, streamed reply ({how})", ours["stream"] / peer_stream,
              "x ahead", REDUCER_TARGET, ours["stream"] / peer_stream / REDUCER_TARGET),
-        _row(f"{label}: reduceTurn, tool-heavy turn (927 inputs)", peer_heavy, "inputs/s"),
-        _row("Stockade: reduce_turn, tool-heavy turn (927 inputs)", ours["tool_heavy"], "inputs/s"),
+        _row(f"{label}: reduceTurn, tool-heavy turn (927 inputs) [in-process]", peer_heavy, "inputs/s"),
+        _row("Stockade: reduce_turn, tool-heavy turn (927 inputs) [in-process]", ours["tool_heavy"], "inputs/s"),
         _row(f"Stockade vs ThreatForge, tool-heavy turn ({how})", ours["tool_heavy"] / peer_heavy,
              "x ahead", REDUCER_TARGET, ours["tool_heavy"] / peer_heavy / REDUCER_TARGET),
-        _row(f"{label}: read a 2-element file, whole node process", peer_validate, "s"),
-        _row("Stockade: validate a 2-element file, whole process", our_validate, "s"),
+        _row(f"{label}: read a 2-element file [node process]", peer_validate, "s"),
+        _row("Stockade: stockade validate on a 2-element file [CLI process]", our_validate, "s"),
         _row(f"Stockade vs ThreatForge, start-up ({how})", peer_validate / our_validate,
              "x ahead", STARTUP_TARGET, peer_validate / our_validate / STARTUP_TARGET),
+        _row("Stockade: stockade --help [CLI process]", our_help, "s"),
     ]
     for note in notes:
         print(f"peer: {note}", file=sys.stderr)

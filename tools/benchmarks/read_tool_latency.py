@@ -87,9 +87,9 @@ def _read_rows() -> list[dict[str, Any]]:
         assert isinstance(prepared, PreparedCall), prepared
         warm_ms, cold_ms = asyncio.run(measure(prepared))
         size = f"{entities:,} entities"
-        rows.append(_row(f"{label} ({size}) warm median", warm_ms, "ms", TARGET_READ_MS,
+        rows.append(_row(f"{label} ({size}) warm median [in-process]", warm_ms, "ms", TARGET_READ_MS,
                          warm_ms / TARGET_READ_MS))
-        rows.append(_row(f"{label} ({size}) cold first call", cold_ms, "ms", TARGET_COLD_MS,
+        rows.append(_row(f"{label} ({size}) cold first call [in-process]", cold_ms, "ms", TARGET_COLD_MS,
                          cold_ms / TARGET_COLD_MS))
     rows += _edit_rows(model, entities, registry)
     rows += _index_rows(model, entities)
@@ -123,7 +123,7 @@ def _edit_rows(model: Any, entities: int, registry: Any) -> list[dict[str, Any]]
 
     times = [asyncio.run(first_call_after_edit()) for _ in range(RUNS_COLD)]
     value = statistics.median(times)
-    return [_row(f"get_entity element, first call after a threat edit ({entities:,} entities)",
+    return [_row(f"get_entity element, first call after a threat edit ({entities:,} entities) [in-process]",
                  value, "ms", None, None)]
 
 
@@ -138,6 +138,6 @@ def _index_rows(model: Any, entities: int) -> list[dict[str, Any]]:
         build_full_index(model)
         times.append((time.perf_counter() - t0) * 1000)
     build_ms = statistics.median(times)
-    return [_row(f"read index build, every part ({entities:,} entities)", build_ms, "ms", None, None)]
+    return [_row(f"read index build, every part ({entities:,} entities) [in-process]", build_ms, "ms", None, None)]
 
 

@@ -114,12 +114,12 @@ def test_the_stand_in_peer_is_run_side_by_side_from_its_folder(
     rows = bench_peer.compare(env, processes=1, rounds=1, process_runs=1)
     by_metric = {r["metric"]: r for r in rows}
     assert not any("RECORDED" in m for m in by_metric)
-    peer_stream = by_metric["ThreatForge: reduceTurn, streamed reply (10,003 inputs)"]["value"]
-    ours = by_metric["Stockade: reduce_turn, streamed reply (10,003 inputs)"]["value"]
+    peer_stream = by_metric["ThreatForge: reduceTurn, streamed reply (10,003 inputs) [in-process]"]["value"]
+    ours = by_metric["Stockade: reduce_turn, streamed reply (10,003 inputs) [in-process]"]["value"]
     versus = by_metric["Stockade vs ThreatForge, streamed reply (side by side)"]
     assert versus["value"] == pytest.approx(ours / peer_stream, rel=1e-2)
     assert versus["ratio"] == pytest.approx(versus["value"] / 2, rel=1e-2)
-    assert by_metric["ThreatForge: read a 2-element file, whole node process"]["value"] > 0
+    assert by_metric["ThreatForge: read a 2-element file [node process]"]["value"] > 0
     err = capsys.readouterr().err
     assert f"measured in this run ({folder.resolve()}" in err
     assert "tool_heavy: settled/completed" in err
