@@ -150,7 +150,8 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
     """A copy of `state` with instance-dict entries replaced: one dict copy, nothing validated.
 
     Reducer use only: keys are the state's stored names (public fields, and the draft parts
-    `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log` and the call table `_index`)."""
+    `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
+    used-grant set `_used_set` and the turn's own call ids `_seen_turn`)."""
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
@@ -341,7 +342,7 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         open_ids: tuple[tuple[str, str], ...] = ()
     else:
         open_ids = tuple(o for o in opened if o[0] != event.id) if opened else ()
-    if event.id in state.seen_call_ids:
+    if state.has_seen_call(event.id):
         # The first record (and any grant) stays bound to the first input.
         state = _evolve(state, {"_blocks": state._blocks or (), "_open": open_ids})
         return _violation(
@@ -352,7 +353,7 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         "_open": open_ids,
         "_chunks": None,
         "_n": 0,
-        "seen_call_ids": state.seen_call_ids | {event.id},
+        "_seen_turn": state._seen_turn | {event.id},
     }
     return _open_call(state, draft, event.id, event.name, event.input)
 
@@ -437,7 +438,7 @@ def _answer_dropped_calls(state: TurnState) -> TurnState:
     if state._blocks is None or not state._open:
         return state
     for call_id, name in state._open:
-        if call_id in state.seen_call_ids:
+        if state.has_seen_call(call_id):
             state = _violation(
                 state, Violation.DUPLICATE_CALL_ID, call_id, f"Reused tool call id {call_id!r}."
             )
@@ -456,7 +457,7 @@ def _answer_dropped_calls(state: TurnState) -> TurnState:
                 "_blocks": (*_closed_blocks(state), ToolCallBlock(call_id, name, {})),
                 "_chunks": None,
                 "_n": 0,
-                "seen_call_ids": state.seen_call_ids | {call_id},
+                "_seen_turn": state._seen_turn | {call_id},
                 "_log": state._log.append(
                     ViolationRecord(
                         Violation.DROPPED_TOOL_CALL, call_id, f"Tool call {call_id!r} arrived damaged."

@@ -323,6 +323,7 @@ _FIELDS = (
     "used_grants", "denials", "violations", "stream_notices", "outcome", "reason", "notice",
     "error", "seen_call_ids",
 )
+_NO_IDS: frozenset[str] = frozenset()
 _DEFAULT_BUDGET = TurnBudget()
 _DEFAULT_LIMITS = TurnLimits()
 _EMPTY_TOOLS = ToolSet()
@@ -334,8 +335,10 @@ class TurnState:
     The public attributes are the fields of `__init__`. Internally the draft is kept as its parts
     (`_blocks`, `_open`, and the text as a view `_chunks`/`_n` of a shared chunk list) and the
     violations as a shared append-only log, so a streamed delta or a late event costs O(1): one
-    dict copy and one append. Lookups by call id and grant use indexes that travel with the
-    tuples they index (checked by identity, so a state made any other way rebuilds them).
+    dict copy and one append. The call ids of the history the turn was given are kept apart
+    from the turn's own, so opening a call never copies a long conversation's ids. Lookups by
+    call id and grant use indexes that travel with the tuples they index (checked by identity,
+    so a state made any other way rebuilds them).
     """
 
     def __init__(
@@ -375,7 +378,8 @@ class TurnState:
             "reason": reason,
             "notice": notice,
             "error": error,
-            "seen_call_ids": seen_call_ids,
+            "_seen": seen_call_ids,
+            "_seen_turn": _NO_IDS,
             "_log": _Log(list(violations), len(violations)) if violations else _EMPTY_LOG,
         }
         values.update(_draft_parts(draft))
@@ -397,8 +401,9 @@ class TurnState:
     reason: str | None
     notice: str | None
     error: ProtocolError | None
-    seen_call_ids: frozenset[str]
     _log: _Log
+    _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
+    _seen_turn: frozenset[str]  # ids the reducer has added since: a turn's few calls
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
     _open: tuple[tuple[str, str], ...]
     _chunks: _Chunks | None
@@ -422,6 +427,23 @@ class TurnState:
     @property
     def violations(self) -> tuple[ViolationRecord, ...]:
         return self._log.as_tuple()
+
+    @property
+    def seen_call_ids(self) -> frozenset[str]:
+        """Every tool-call id in the history the turn was given and in the turn itself."""
+        added = self._seen_turn
+        if not added:
+            return self._seen
+        cached = self.__dict__.get("_seen_all")
+        if cached is None or cached[0] is not added:
+            cached = (added, self._seen | added)
+            self.__dict__["_seen_all"] = cached  # benign cache write, checked by identity
+        return cached[1]
+
+    def has_seen_call(self, call_id: str) -> bool:
+        """`call_id in seen_call_ids` without building the union (a long history's ids are
+        kept apart from the turn's, so opening a call copies only the turn's)."""
+        return call_id in self._seen_turn or call_id in self._seen
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in _FIELDS)
@@ -518,6 +540,8 @@ class TurnState:
                 values.update(_draft_parts(value))
             elif name == "violations":
                 values["_log"] = _Log(list(value), len(value)) if value else _EMPTY_LOG
+            elif name == "seen_call_ids":
+                values["_seen"], values["_seen_turn"] = value, _NO_IDS
             elif name in _FIELDS:
                 values[name] = value
             else:
