@@ -116,9 +116,24 @@ class DenialRecord:
         )
 
 
+def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
+           iteration: int) -> Grant:
+    """`Grant(...)` without the frozen `__init__`'s per-field cost (one per approved call)."""
+    grant = object.__new__(Grant)
+    _set(grant, "call_id", call_id)
+    _set(grant, "tool_name", tool_name)
+    _set(grant, "input_digest", input_digest)
+    _set(grant, "scope", scope)
+    _set(grant, "iteration", iteration)
+    return grant
+
+
+_set = object.__setattr__
+
+
 def grant_for_call(call: CallRecord, iteration: int) -> Grant:
     """The grant for one card the user approved (the only way to approve a destructive call)."""
-    return Grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
+    return _grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
 
 
 def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant, ...]:
@@ -128,7 +143,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
     return tuple(
-        Grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
+        _grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
     )
 
 
@@ -140,7 +155,7 @@ def auto_grant_read_only(
         raise ValueError(f"The read-only policy cannot approve mutating tool {tool.name!r}.")
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
-    return Grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
+    return _grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:

@@ -323,7 +323,7 @@ def _on_tool_call_start(state: TurnState, event: ToolCallStart) -> TurnState:
     if state.phase is not _STREAMING:
         return state
     opened = state._open
-    if any(open_id == event.id for open_id, _ in opened):
+    if opened and any(open_id == event.id for open_id, _ in opened):
         return state
     return _evolve(state, {"_blocks": state._blocks or (), "_open": (*opened, (event.id, event.name))})
 

@@ -99,7 +99,7 @@ class SectionIndex:
         self.length = len(section)
         self._columns: dict[str, list[Any]] = {}
         self._positions: dict[str, int] | None = None
-        self._reverse: dict[str, dict[Any, list[int]]] = {}
+        self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
         self._haystacks: list[str] | None = None
 
@@ -148,10 +148,15 @@ class SectionIndex:
                 return list(compress(count(), map(eq, repeat(value), values)))
             table = self._reverse_table(field)
         found = table.get(value)
-        return [] if found is None else list(found)
+        if found is None:
+            return []
+        return [found] if isinstance(found, int) else list(found)
 
-    def _reverse_table(self, field: str) -> dict[Any, list[int]]:
-        table: dict[Any, list[int]] = {}
+    def _reverse_table(self, field: str) -> dict[Any, int | list[int]]:
+        # A value held once (most ids) maps to its position, a plain int; only values held
+        # more than once get a list. Ints are not tracked by the cyclic collector, so a table
+        # of 25,000 values adds few objects for it to walk, and builds faster.
+        table: dict[Any, int | list[int]] = {}
         get = table.get
         column = self.column(field)
         if field in _LIST_FIELDS:
@@ -159,15 +164,20 @@ class SectionIndex:
                 for value in values:
                     at = get(value)
                     if at is None:
-                        table[value] = [i]
-                    elif at[-1] != i:  # a value listed twice in one entity counts once
+                        table[value] = i
+                    elif isinstance(at, int):
+                        if at != i:  # a value listed twice in one entity counts once
+                            table[value] = [at, i]
+                    elif at[-1] != i:
                         at.append(i)
         else:
             for i, value in enumerate(column):
                 if value is not None:
                     at = get(value)
                     if at is None:
-                        table[value] = [i]
+                        table[value] = i
+                    elif isinstance(at, int):
+                        table[value] = [at, i]
                     else:
                         at.append(i)
         self._reverse[field] = table
