@@ -2,7 +2,7 @@
 read-tool latency on a large document.
 
 - `reducer inputs/s`: the two sequences of `loop_sequences` reduced from an idle state, median
-  of 9 runs: the streamed reply (10,003 inputs, 10,000 text deltas) and the tool-heavy turn
+  of 31 runs: the streamed reply (10,003 inputs, 10,000 text deltas) and the tool-heavy turn
   (927 inputs, 96 calls over 8 iterations with approvals and results; its calls are prepared by
   the production tools, whose input validation and digest are reported on their own row).
   Targets are twice ThreatForge's recorded `reduceTurn` figures (docs/performance.md, "Peer");
@@ -38,7 +38,7 @@ TARGET_STREAM_INPUTS_PER_S = 770_000  # 2x ThreatForge's recorded 385k inputs/s
 TARGET_TOOL_TURN_INPUTS_PER_S = 134_000  # 2x ThreatForge's recorded 67k inputs/s
 TARGET_ITERATION_MS = 1.0
 ELEMENTS_FOR_50K_ENTITIES = 16_500  # generate_model adds 1.5x flows, 0.5x threats, groups...
-RUNS_REDUCER = 9
+RUNS_REDUCER = 31
 RUNS_RUNNER = 7
 RUNS_COLD = 5
 
