@@ -93,6 +93,12 @@ class Prompts:
         box.finished.connect(box.deleteLater)
         box.open()
 
+    def show_unexpected_error(self, message: str) -> None:
+        """The crash notice: one plain line and a button that opens the log folder."""
+        from stockade.ui.common.crash_dialog import show_crash_dialog
+
+        show_crash_dialog(self._parent, message)
+
     async def _file_dialog(self, dialog: QFileDialog) -> str | None:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
@@ -118,3 +124,9 @@ class StderrPrompts(Prompts):
 
     def show_info(self, title: str, text: str) -> None:
         print(f"stockade: {title}: {text}", file=sys.stderr)
+
+    def show_unexpected_error(self, message: str) -> None:
+        from stockade.diagnostics import log_folder
+
+        print(f"stockade: Unexpected problem: {message} (log folder: {log_folder()})",
+              file=sys.stderr)
