@@ -60,7 +60,7 @@ def render_png(size: int) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG"):
+    if not image.save(buffer, "PNG"):  # type: ignore[call-overload]  # stub: bytes; runtime: str
         raise SystemExit(f"render_icons: could not encode the {size} px PNG")
     buffer.close()
     return bytes(data.data())
