@@ -106,6 +106,16 @@ def test_a_launch_request_is_answered_ok_and_asks_for_the_file(
 
 
 @unix_only
+def test_the_socket_is_private_to_the_user_and_gone_when_the_window_stops_listening(
+        server: InstanceServer) -> None:
+    socket_file = Path(server.name)
+    assert socket_file.is_socket()
+    assert socket_file.stat().st_mode & 0o077 == 0
+    server.close()
+    assert not socket_file.exists()
+
+
+@unix_only
 @pytest.mark.parametrize("payload", [
     b"open /etc/passwd please\n",
     json.dumps({"v": 1, "file": "relative/model.thf"}).encode() + b"\n",

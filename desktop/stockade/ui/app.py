@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QFileOpenEvent, QIcon
+from PySide6.QtWidgets import QApplication
 
 if TYPE_CHECKING:
     from stockade.ui.common.prompts import Prompts
+    from stockade.ui.common.single_instance import InstanceServer
     from stockade.ui.document.open_document import HistoryFactory
     from stockade.ui.main_window import MainWindow
 
@@ -115,11 +117,9 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
 
     import qasync
     from PySide6.QtCore import qVersion
-    from PySide6.QtWidgets import QApplication
 
     from stockade.build_info import version_line
-    from stockade.paths import data_dir
-    from stockade.ui.common import crash_handler, single_instance
+    from stockade.ui.common import crash_handler
     from stockade.ui.common.prompts import StderrPrompts
 
     crash_handler.install_log_file()
@@ -134,13 +134,7 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
     crash_handler.install_qt_message_handler()
     log.info("started (pid %d): %s; Qt %s, platform %s", os.getpid(), version_line(),
              qVersion(), QApplication.platformName())
-
-    name = single_instance.server_name(single_instance.instance_key(data_dir()))
-    target = os.path.abspath(file) if file else None
-    if not screenshot and single_instance.hand_off(name, target):
-        where = f"{file} was opened" if file else "brought forward"
-        print(f"stockade: {where} in the Stockade window already running", file=sys.stderr)
-        log.info("handed %s to the running window", target or "an activation")
+    if not screenshot and _hand_off(file):
         return 0
 
     loop = qasync.QEventLoop(app)
@@ -150,15 +144,7 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
     if screenshot:
         window.resize(*SCREENSHOT_SIZE)
     requests = DocumentRequests(window)
-    if not screenshot:
-        file_events = FileOpenEvents(app)
-        file_events.fileRequested.connect(requests.request)
-        app.installEventFilter(file_events)
-        server = single_instance.InstanceServer(name, app)
-        server.fileRequested.connect(requests.request)
-        server.activationRequested.connect(requests.bring_forward)
-        if server.listen():
-            log.info("ready: later launches hand their files to this window (%s)", name)
+    server = None if screenshot else _listen_for_launches(app, requests)
     closed: asyncio.Future[None] = loop.create_future()
 
     def on_last_window_closed() -> None:
@@ -166,9 +152,50 @@ def run_app(file: str | None, *, screenshot: str | None = None, tab: str | None 
             closed.set_result(None)
 
     app.lastWindowClosed.connect(on_last_window_closed)
-    with loop:
-        return loop.run_until_complete(
-            _run(window, requests, closed, file, screenshot, tab or "tree"))
+    try:
+        with loop:
+            return loop.run_until_complete(
+                _run(window, requests, closed, file, screenshot, tab or "tree"))
+    finally:
+        if server is not None:
+            server.close()  # removes the socket file, so the next launch need not take it over
+
+
+def _instance_name() -> str:
+    from stockade.paths import data_dir
+    from stockade.ui.common import single_instance
+
+    return single_instance.server_name(single_instance.instance_key(data_dir()))
+
+
+def _hand_off(file: str | None) -> bool:
+    """True when a window already running took `file` (or just came forward)."""
+    # QtNetwork is imported here: a screenshot never hands off and does not pay for it.
+    from stockade.ui.common import single_instance
+
+    target = os.path.abspath(file) if file else None
+    if not single_instance.hand_off(_instance_name(), target):
+        return False
+    where = f"{file} was opened" if file else "brought forward"
+    print(f"stockade: {where} in the Stockade window already running", file=sys.stderr)
+    log.info("handed %s to the running window", target or "an activation")
+    return True
+
+
+def _listen_for_launches(app: QApplication, requests: DocumentRequests) -> InstanceServer:
+    """Later launches and the desktop's file-open events open their files in this window."""
+    from stockade.ui.common import single_instance
+
+    file_events = FileOpenEvents(app)
+    file_events.fileRequested.connect(requests.request)
+    app.installEventFilter(file_events)
+    name = _instance_name()
+    server = single_instance.InstanceServer(name, app)
+    server.fileRequested.connect(requests.request)
+    server.activationRequested.connect(requests.bring_forward)
+    if server.listen():
+        log.info("ready: later launches hand their files to this window (%s)", name)
+    return server
 
 
 async def _run(
