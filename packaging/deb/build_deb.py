@@ -22,6 +22,8 @@ needs `apt install` of the Recommends.
 
 from __future__ import annotations
 
+import datetime as _dt
+import gzip
 import hashlib
 import os
 import re
@@ -257,6 +259,7 @@ def _copyright(stamp: dict[str, str]) -> str:
     notice = (ROOT / "resources" / "NOTICE").read_text(encoding="utf-8")
     return f"""Stockade {stamp.get('version', '?')} (commit {stamp.get('commit', '?')})
 
+Copyright: the Stockade developers
 Stockade is licensed under the Apache License, Version 2.0; on Debian systems the full text
 is in /usr/share/common-licenses/Apache-2.0.
 
@@ -266,6 +269,17 @@ runtime (Python Software Foundation License), Qt 6 and PySide6 (GNU LGPL version
 under their own licences. The application icon was drawn for Stockade (Apache-2.0).
 
 {notice}"""
+
+
+def _changelog(stamp: dict[str, str]) -> bytes:
+    """The one-entry changelog Debian policy asks for, dated at the build."""
+    built = _dt.datetime.strptime(stamp.get("built", "1970-01-01T00:00:00Z"),
+                                  "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_dt.UTC)
+    text = (f"{PACKAGE} ({stamp['version']}) unstable; urgency=medium\n\n"
+            f"  * Built from commit {stamp.get('commit', '?')} by packaging/build --deb.\n\n"
+            f" -- {_maintainer()}  {built.strftime('%a, %d %b %Y %H:%M:%S +0000')}\n")
+    # mtime 0 and no file name in the header: the same stamp gives the same bytes.
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
 def stage(bundle: Path, stamp: dict[str, str], root: Path) -> None:
@@ -291,11 +305,14 @@ def stage(bundle: Path, stamp: dict[str, str], root: Path) -> None:
     doc = share / "doc" / PACKAGE
     doc.mkdir(parents=True)
     (doc / "copyright").write_text(_copyright(stamp), encoding="utf-8")
+    # A native package (the version has no Debian revision): changelog.gz, not .Debian.gz.
+    (doc / "changelog.gz").write_bytes(_changelog(stamp))
     for path in root.rglob("*"):
         if not path.is_symlink():
-            # dpkg-deb keeps modes as they are: readable by all, executables stay executable.
-            mode = path.stat().st_mode
-            executable = path.is_dir() or mode & 0o111
+            # dpkg-deb keeps modes as they are: folders and programs 0755, everything else
+            # (shared libraries too: the loader maps them, nothing executes them) 0644.
+            library = ".so" in path.name
+            executable = path.is_dir() or (path.stat().st_mode & 0o111 and not library)
             path.chmod(0o755 if executable else 0o644)
 
 
@@ -318,9 +335,10 @@ def control(stamp: dict[str, str], depends: list[str], recommends: list[str],
 
 
 def md5sums(root: Path) -> str:
+    """DEBIAN/md5sums: every installed file (not the control files themselves)."""
     lines = []
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
+        if path.is_file() and not path.is_symlink() and path.parts[len(root.parts)] != "DEBIAN":
             digest = hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
             lines.append(f"{digest}  {path.relative_to(root).as_posix()}\n")
     return "".join(lines)
