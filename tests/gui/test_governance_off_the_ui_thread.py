@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
 from pathlib import Path
@@ -43,6 +44,6 @@ def test_a_locked_database_does_not_freeze_the_window_during_a_turn(
     dialog = wait_dialog(driver, controller)  # ...and carries on once it is free
     timer.stop()
     held = [t for t in ticks if locked_at <= t <= locked_at + HOLD_S]
-    gaps = [b - a for a, b in zip(held, held[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(held)]
     assert len(held) > 20 and max(gaps) < 0.25, max(gaps)
     dialog.later_button.click()
