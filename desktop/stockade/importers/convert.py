@@ -29,7 +29,13 @@ def import_bytes(
     today: _dt.date | None = None,
 ) -> ImportResult:
     """Import a source held in memory (`name` only helps detection). Raise `ImportFailure`."""
-    found = detect(raw, name)
+    try:
+        found = detect(raw, name)
+    except ImportFailure as err:
+        if fmt is not None and err.format is not fmt:
+            found = None  # the user named another format: its importer gives its own reason
+        else:
+            raise
     if fmt is None:
         if found is None:
             raise ImportFailure(

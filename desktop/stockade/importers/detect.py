@@ -42,7 +42,7 @@ def detect(raw: bytes, name: str = "") -> Detection | None:
     """What foreign format `raw` holds, or None when it is none of them.
 
     JSON is parsed here (and handed on in `Detection.data`); a JSON file that cannot be
-    parsed is reported as an `ImportFailure` only when its start already names a format.
+    parsed raises `ImportFailure` when its start already names a format, else gives None.
     """
     if raw.startswith(_ZIP_MAGIC):
         if name.lower().endswith(".tm7"):
@@ -56,23 +56,27 @@ def detect(raw: bytes, name: str = "") -> Detection | None:
     if head.startswith(b"<"):
         return Detection(SourceFormat.TM7) if _TM7_ROOT.search(head) else None
     if head.startswith(b"{"):
+        guess = _guess_from_head(head)
         try:
-            data = parse_json(raw, SourceFormat.THREAT_DRAGON)
+            data = parse_json(raw, guess or SourceFormat.THREAT_DRAGON)
         except ImportFailure:
-            return _guess_unparsable_json(head)
+            if guess is not None:
+                raise  # named after the format its start shows, with the parser's reason
+            return None
         return _json_detection(data)
     if _OTM_YAML_KEY.search(head):
         return Detection(SourceFormat.OTM, data=parse_yaml(raw, SourceFormat.OTM))
     return None
 
 
-def _guess_unparsable_json(head: bytes) -> Detection | None:
+def _guess_from_head(head: bytes) -> SourceFormat | None:
+    """The format the first bytes of a JSON file suggest (used to name a parse failure)."""
     if b'"otmVersion"' in head:
-        return Detection(SourceFormat.OTM, problem="it is not valid JSON")
+        return SourceFormat.OTM
     if b'"detail"' in head or b'"summary"' in head:
-        return Detection(SourceFormat.THREAT_DRAGON, problem="it is not valid JSON")
+        return SourceFormat.THREAT_DRAGON
     if b'"__class__"' in head or b'"flows"' in head:
-        return Detection(SourceFormat.PYTM, problem="it is not valid JSON")
+        return SourceFormat.PYTM
     return None
 
 
@@ -109,7 +113,8 @@ def foreign_file_hint(raw: bytes, name: str = "") -> tuple[SourceFormat, str] | 
         what += f" (version {found.version})"
     elif found.format is SourceFormat.OTM and found.version:
         what = f"Open Threat Model (OTM {found.version})"
+    article = "an" if what[0] in "AEIOU" else "a"
     return found.format, (
-        f"This is a {what} model, not a .thf threat model; import it with File → Import… "
-        "or 'stockade import SOURCE -o OUT.thf'."
+        f"This file is {article} {what} model, not a .thf threat model; import it with "
+        "File → Import… or 'stockade import SOURCE -o OUT.thf'."
     )
