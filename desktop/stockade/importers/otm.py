@@ -20,23 +20,30 @@ from stockade.thf.model import MitigationStatus, Severity, ThreatModel
 _FORMAT = SourceFormat.OTM
 _STORE_WORDS = (
     "database",
-    "db",
-    "sql",
     "storage",
     "store",
     "bucket",
-    "s3",
     "cache",
     "redis",
-    "file",
-    "disk",
     "vault",
     "queue",
     "table",
     "blob",
     "repository",
+    "postgres",
+    "mysql",
+    "mongo",
+    "dynamo",
+    "sqlite",
+    "oracle",
+    "mariadb",
+    "cassandra",
+    "elastic",
+    "file",
+    "disk",
     "log",
 )
+_STORE_TOKENS = frozenset({"db", "sql", "s3", "rds", "fs"})
 _EXTERNAL_WORDS = (
     "client",
     "user",
@@ -62,12 +69,16 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def element_type_for(otm_type: str) -> str:
-    """The `.thf` element type an OTM component type most likely means."""
+    """The `.thf` element type an OTM component type most likely means (by its words)."""
     words = otm_type.lower().replace("-", " ").replace("_", " ")
     tokens = set(words.split())
-    if any(w in tokens or (len(w) > 3 and w in words) for w in _STORE_WORDS):
+    if (
+        any(w in words for w in _STORE_WORDS)
+        or tokens & _STORE_TOKENS
+        or any(t.endswith(("sql", "db")) for t in tokens)
+    ):
         return "data_store"
-    if any(w in tokens or (len(w) > 3 and w in words) for w in _EXTERNAL_WORDS):
+    if any(w in words for w in _EXTERNAL_WORDS):
         return "external_entity"
     return "process"
 
