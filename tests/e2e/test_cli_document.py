@@ -336,11 +336,11 @@ def test_report_json_flag_prints_a_summary_document(work: Path) -> None:
 
 
 def test_report_with_an_unknown_suffix_is_a_usage_error_and_writes_nothing(work: Path) -> None:
-    out = work / "report.pdf"
+    out = work / "report.docx"
     result = run_cli("report", str(THF_FIXTURES / "v1.0-minimal.thf"), "-o", str(out))
     assert result.returncode == 2
     _assert_one_plain_line(result.stderr)
-    assert ".pdf" in result.stderr
+    assert ".docx" in result.stderr
     assert not out.exists()
 
 

@@ -21,7 +21,7 @@ from stockade.report.summary import (
 from stockade.thf.model import Severity, StrideCategory, Threat, ThreatModel
 
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~<>&])")
-_LINE_START = re.compile(r"^(\s*)([-+=>]|\d+[.)])", re.MULTILINE)
+_LINE_START = re.compile(r"^(\s*)([-+=>]|\d+)([.)]?)", re.MULTILINE)
 _INVISIBLE = frozenset(
     "\u200b\u200c\u200d\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
 )
@@ -35,11 +35,20 @@ def _clean(text: str) -> str:
     )
 
 
+def _guard_line_start(match: re.Match[str]) -> str:
+    # `- x`, `> x` and `1. x` at a line start would open a list or a quote: escape the marker
+    # (for numbers, the `.` or `)` after them; a backslash before a digit is no escape).
+    space, marker, after = match.group(1), match.group(2), match.group(3)
+    if marker.isdigit():
+        return f"{space}{marker}\\{after}" if after else match.group(0)
+    return f"{space}\\{marker}{after}"
+
+
 def md(text: object) -> str:
     """Escape document text for inline Markdown (one line: newlines become spaces)."""
     cleaned = " ".join(_clean(str(text)).split())
     escaped = _PUNCTUATION.sub(r"\\\1", cleaned)
-    return _LINE_START.sub(r"\1\\\2", escaped)
+    return _LINE_START.sub(_guard_line_start, escaped)
 
 
 def md_block(text: str) -> str:
@@ -47,7 +56,7 @@ def md_block(text: str) -> str:
     lines = [
         _PUNCTUATION.sub(r"\\\1", line.rstrip()) for line in _clean(text).strip("\n").split("\n")
     ]
-    escaped = "  \n".join(_LINE_START.sub(r"\1\\\2", line) for line in lines)
+    escaped = "  \n".join(_LINE_START.sub(_guard_line_start, line) for line in lines)
     return escaped
 
 
