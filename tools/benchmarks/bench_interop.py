@@ -1,7 +1,9 @@
-"""Interop benchmark: the automatic layout of models without positions, 1k and 10k elements.
+"""Interop benchmark: automatic layout and OTM/Threat Dragon import, 1k and 10k elements.
 
 The synthetic models of `generate.py` have their element and boundary positions removed, then
-`layout_missing_positions` places them all. Times are medians of several runs in this process.
+`layout_missing_positions` places them all. The same models are exported as OTM and Threat
+Dragon JSON and imported back (detection, parse, mapping, validation; positions kept). Times
+are medians of several runs in this process.
 
 `python tools/benchmarks/bench_interop.py` prints the rows on its own.
 """
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SIZES = (1_000, 10_000)
 RUNS = {1_000: 9, 10_000: 5}
 TARGET_LAYOUT_10K_S = 1.0
+TARGET_IMPORT_10K_S = 5.0
 
 
 def _row(
@@ -41,6 +44,9 @@ def run() -> list[dict[str, Any]]:
             sys.path.insert(0, path)
     from tools.benchmarks.generate import generate_model
 
+    from stockade.importers.convert import import_bytes
+    from stockade.importers.otm import export_otm
+    from stockade.importers.threat_dragon import export_threat_dragon
     from stockade.thf.layout import layout_missing_positions
 
     rows = [_row("machine load average (1 min) at start", round(os.getloadavg()[0], 2), "procs")]
@@ -74,6 +80,26 @@ def run() -> list[dict[str, Any]]:
                 f"{median / TARGET_LAYOUT_10K_S:.2f}x target" if is_10k else None,
             )
         )
+        for label, export in (("OTM", export_otm), ("Threat Dragon", export_threat_dragon)):
+            raw = export(model).encode("utf-8")
+            times = []
+            for _ in range(RUNS[size]):
+                gc.collect()
+                started = time.perf_counter()
+                imported = import_bytes(raw)
+                times.append(time.perf_counter() - started)
+            assert len(imported.model.elements) == size
+            median = statistics.median(times)
+            rows.append(
+                _row(
+                    f"{size // 1000}k elements: import {label} JSON, {len(raw) / 1e6:.1f} MB "
+                    f"(median of {RUNS[size]})",
+                    median,
+                    "s",
+                    TARGET_IMPORT_10K_S if is_10k else None,
+                    f"{median / TARGET_IMPORT_10K_S:.2f}x target" if is_10k else None,
+                )
+            )
     return rows
 
 

@@ -45,6 +45,10 @@ MAX_ORIGIN_DEPTH = 16
 
 
 def _strip_controls(text: str) -> tuple[str, int]:
+    # Nearly all text is printable (no Cc/Cf/Cs characters, so none of the invisible ones):
+    # checked in C, line by line, before any per-character work.
+    if text.isprintable() or all(part.isprintable() for part in text.split("\n")):
+        return text, 0
     removed = 0
     out: list[str] = []
     for ch in text.replace("\r\n", "\n").replace("\r", "\n"):

@@ -202,7 +202,15 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
             parent=component.get("parent"),
             assets=component.get("assets"),
             attributes=component.get("attributes"),
-            representations=component.get("representations"),
+            # Diagram boxes became `position`; other views (code locations) are kept.
+            representations=[
+                r
+                for r in _list(component.get("representations"))
+                if isinstance(r, dict)
+                and (not diagram or r.get("representation") != diagram)
+                and "position" not in r
+            ]
+            or None,
         )
         build.elements.append(record)
 
