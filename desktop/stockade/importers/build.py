@@ -415,6 +415,11 @@ def centre_inside(
     return left <= cx <= left + width and top <= cy <= top + height
 
 
+def lookup_key(value: object) -> str:
+    """A source id or name as a lookup key: missing (None) and "" are the same key."""
+    return "" if value is None else str(value)
+
+
 def number(value: object) -> float | None:
     """A finite number from source data (numeric strings included), else None."""
     if isinstance(value, bool):

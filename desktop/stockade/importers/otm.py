@@ -13,7 +13,7 @@ import datetime as _dt
 import json
 from typing import Any
 
-from stockade.importers.build import ORIGIN_KEY, ModelBuilder, number
+from stockade.importers.build import ORIGIN_KEY, ModelBuilder, lookup_key, number
 from stockade.importers.result import ImportFailure, ImportResult, SourceFormat
 from stockade.thf.model import MitigationStatus, Severity, ThreatModel
 
@@ -89,7 +89,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
         raise ImportFailure(
             "This is not an Open Threat Model (OTM) file: it has no otmVersion.", format=_FORMAT
         )
-    version = str(data.get("otmVersion"))
+    version = lookup_key(data.get("otmVersion"))
     if not version.startswith("0."):
         raise ImportFailure(
             f"This Open Threat Model file states otmVersion {version!r}; Stockade imports "
@@ -127,14 +127,14 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
     )
     zones = [z for z in _list(data.get("trustZones")) if isinstance(z, dict)]
     components = [c for c in _list(data.get("components")) if isinstance(c, dict)]
-    zone_ids = {str(z.get("id")) for z in zones}
-    component_by_id = {str(c.get("id")): c for c in components}
+    zone_ids = {lookup_key(z.get("id")) for z in zones}
+    component_by_id = {lookup_key(c.get("id")): c for c in components}
 
     def zone_of(entity: dict[str, Any], seen: frozenset[str] = frozenset()) -> str | None:
         parent = _dict(entity.get("parent"))
         if "trustZone" in parent:
-            return str(parent["trustZone"])
-        owner = str(parent.get("component", ""))
+            return lookup_key(parent["trustZone"])
+        owner = lookup_key(parent.get("component"))
         if owner in component_by_id and owner not in seen:
             return zone_of(component_by_id[owner], seen | {owner})
         return None
@@ -152,7 +152,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
         return None
 
     # Absolute positions: OTM places a child relative to its parent zone (or component).
-    zone_by_id = {str(z.get("id")): z for z in zones}
+    zone_by_id = {lookup_key(z.get("id")): z for z in zones}
     absolute: dict[str, tuple[float, float] | None] = {}
 
     def absolute_of(kind: str, entity_id: str, seen: frozenset[str] = frozenset()) -> Any:
@@ -166,7 +166,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
             x, y = box[0], box[1]
             parent = _dict(entity.get("parent"))
             for parent_kind, field in (("zone", "trustZone"), ("component", "component")):
-                parent_id = str(parent.get(field, ""))
+                parent_id = lookup_key(parent.get(field))
                 if parent_id and f"{parent_kind}:{parent_id}" not in seen:
                     base = absolute_of(parent_kind, parent_id, seen | {key})
                     if base is not None:
@@ -178,7 +178,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
 
     element_ids: dict[str, str] = {}
     for component in components:
-        source_id = str(component.get("id", ""))
+        source_id = lookup_key(component.get("id"))
         name = build.name(component.get("name"), source_id or "Component", source_id)
         new_id = build.new_id(name, "component")
         element_ids[source_id] = new_id
@@ -216,7 +216,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
 
     # Trust zones: members are the components whose zone is this one or nested inside it.
     zone_parent = {
-        str(z.get("id")): str(_dict(z.get("parent")).get("trustZone"))
+        lookup_key(z.get("id")): lookup_key(_dict(z.get("parent")).get("trustZone"))
         for z in zones
         if "trustZone" in _dict(z.get("parent"))
     }
@@ -228,7 +228,7 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
             seen.add(chain[-1])
         return chain
 
-    members: dict[str, list[str]] = {str(z.get("id")): [] for z in zones}
+    members: dict[str, list[str]] = {lookup_key(z.get("id")): [] for z in zones}
     for component in components:
         zone = zone_of(component)
         if zone is None:
@@ -243,9 +243,9 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
             continue
         for owner in ancestors(zone):
             if owner in members:
-                members[owner].append(element_ids[str(component.get("id", ""))])
+                members[owner].append(element_ids[lookup_key(component.get("id"))])
     for zone_record in zones:
-        source_id = str(zone_record.get("id", ""))
+        source_id = lookup_key(zone_record.get("id"))
         name = build.name(zone_record.get("name"), source_id or "Trust zone", source_id)
         record = {
             "id": build.new_id(name, "boundary"),
@@ -269,8 +269,8 @@ def import_otm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
 
     flow_ids: dict[str, list[str]] = {}
     for flow in (f for f in _list(data.get("dataflows")) if isinstance(f, dict)):
-        source_id = str(flow.get("id", ""))
-        source, target = str(flow.get("source", "")), str(flow.get("destination", ""))
+        source_id = lookup_key(flow.get("id"))
+        source, target = lookup_key(flow.get("source")), lookup_key(flow.get("destination"))
         if source not in element_ids or target not in element_ids:
             build.warn(
                 "flow_dropped",
@@ -319,24 +319,26 @@ def _import_threats(
     element_ids: dict[str, str],
     flow_ids: dict[str, list[str]],
 ) -> None:
-    threat_by_id = {str(t.get("id")): t for t in _list(data.get("threats")) if isinstance(t, dict)}
+    threat_by_id = {
+        lookup_key(t.get("id")): t for t in _list(data.get("threats")) if isinstance(t, dict)
+    }
     mitigation_by_id = {
-        str(m.get("id")): m for m in _list(data.get("mitigations")) if isinstance(m, dict)
+        lookup_key(m.get("id")): m for m in _list(data.get("mitigations")) if isinstance(m, dict)
     }
     referenced: set[str] = set()
     holders: list[tuple[dict[str, Any], str, str | None]] = []
     for component in _list(data.get("components")):
         if isinstance(component, dict):
-            holders.append((component, "element", element_ids.get(str(component.get("id", "")))))
+            holders.append((component, "element", element_ids.get(lookup_key(component.get("id")))))
     for flow in _list(data.get("dataflows")):
         if isinstance(flow, dict):
-            ids = flow_ids.get(str(flow.get("id", "")))
+            ids = flow_ids.get(lookup_key(flow.get("id")))
             holders.append((flow, "flow", ids[0] if ids else None))
     for holder, kind, target in holders:
         for instance in _list(holder.get("threats")):
             if not isinstance(instance, dict):
                 continue
-            threat_id = str(instance.get("threat", ""))
+            threat_id = lookup_key(instance.get("threat"))
             referenced.add(threat_id)
             _add_threat(
                 build,
@@ -384,7 +386,7 @@ def _add_threat(
         else build.severity(threat.get("severity"), threat_id)
     )
     used = [
-        (mitigations.get(str(m.get("mitigation", ""))), m)
+        (mitigations.get(lookup_key(m.get("mitigation"))), m)
         for m in _list(instance.get("mitigations"))
         if isinstance(m, dict)
     ]
@@ -394,7 +396,7 @@ def _add_threat(
         for m, _ in used
         if m is not None
     )
-    states = {str(ref.get("state", "")).lower() for _, ref in used}
+    states = {lookup_key(ref.get("state")).lower() for _, ref in used}
     if instance.get("state") is not None:
         status = build.status(instance.get("state"), threat_id)
     else:

@@ -13,7 +13,7 @@ import datetime as _dt
 import re
 from typing import Any
 
-from stockade.importers.build import ORIGIN_KEY, ModelBuilder
+from stockade.importers.build import ORIGIN_KEY, ModelBuilder, lookup_key
 from stockade.importers.result import ImportFailure, ImportResult, SourceFormat
 from stockade.thf.model import MitigationStatus, StrideCategory
 
@@ -82,14 +82,14 @@ def import_pytm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
     boundaries = [b for b in _list(data.get("boundaries")) if isinstance(b, dict)]
     elements = [e for e in _list(data.get("elements")) if isinstance(e, dict)]
     boundary_parent = {
-        str(b.get("name")): str(b["inBoundary"])
+        lookup_key(b.get("name")): lookup_key(b["inBoundary"])
         for b in boundaries
         if isinstance(b.get("inBoundary"), str)
     }
     element_ids: dict[str, str] = {}
-    members: dict[str, list[str]] = {str(b.get("name")): [] for b in boundaries}
+    members: dict[str, list[str]] = {lookup_key(b.get("name")): [] for b in boundaries}
     for element in elements:
-        source_name = str(element.get("name", ""))
+        source_name = lookup_key(element.get("name"))
         name = build.name(source_name, "Element", source_name)
         if source_name in element_ids:
             build.warn(
@@ -150,7 +150,7 @@ def import_pytm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
         )
         build.elements.append(record)
     for boundary in boundaries:
-        source_name = str(boundary.get("name", ""))
+        source_name = lookup_key(boundary.get("name"))
         name = build.name(source_name, "Boundary", source_name)
         build.boundaries.append(
             {
@@ -162,10 +162,10 @@ def import_pytm(data: Any, *, today: _dt.date | None = None) -> ImportResult:
         )
     flow_ids: dict[str, str] = {}
     for flow in (f for f in _list(data.get("flows")) if isinstance(f, dict)):
-        source_name = str(flow.get("name", ""))
+        source_name = lookup_key(flow.get("name"))
         name = build.name(source_name, "", source_name)
-        source = element_ids.get(str(flow.get("source", "")))
-        sink = element_ids.get(str(flow.get("sink", "")))
+        source = element_ids.get(lookup_key(flow.get("source")))
+        sink = element_ids.get(lookup_key(flow.get("sink")))
         if source is None or sink is None:
             build.warn(
                 "flow_dropped",
@@ -213,11 +213,11 @@ def _add_finding(
     category = _FAMILY_CATEGORIES.get(family.group(1).upper()) if family else None
     if category is None:
         category = build.category(
-            str(finding.get("description", "")),
-            str(finding.get("details", "")),
+            lookup_key(finding.get("description")),
+            lookup_key(finding.get("details")),
             source_id=source_id,
         )
-    response = str(finding.get("response", "")).lower()
+    response = lookup_key(finding.get("response")).lower()
     status = _RESPONSES.get(response, MitigationStatus.NOT_STARTED)
     record: dict[str, Any] = {
         "id": f"threat-{len(build.threats) + 1}",
@@ -238,7 +238,7 @@ def _add_finding(
             likelihood=finding.get("likelihood"),
         ),
     }
-    target = str(finding.get("target", ""))
+    target = lookup_key(finding.get("target"))
     if target in element_ids:
         record["element"] = element_ids[target]
     elif target in flow_ids:
