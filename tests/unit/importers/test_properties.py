@@ -81,7 +81,7 @@ def _outcome(document: dict[str, Any]) -> None:
     assert read_text(to_yaml(result.model)) == result.model
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(cells=st.lists(values, max_size=8), summary=values, version=scalars)
 def test_threat_dragon_like_input_never_crashes(
     cells: list[Any], summary: Any, version: Any
@@ -97,7 +97,7 @@ def test_threat_dragon_like_input_never_crashes(
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     components=st.lists(values, max_size=6),
     flows=st.lists(values, max_size=6),
@@ -120,7 +120,7 @@ def test_otm_like_input_never_crashes(
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     elements=st.lists(values, max_size=6),
     flows=st.lists(values, max_size=6),
