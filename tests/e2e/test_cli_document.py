@@ -156,9 +156,7 @@ def test_validate_json_gives_the_manifest_outcome_for_every_fixture() -> None:
     for entry, name in zip(entries, names, strict=True):
         assert set(entry) == {"path", "ok", "error", "warnings"}
         if name in VALID_FIXTURES:
-            assert entry == {"path": str(Path(name)), "ok": True, "error": None, "warnings": []}, (
-                name
-            )
+            assert entry == {"path": str(Path(name)), "ok": True, "error": None, "warnings": []}, name
             continue
         expected = INVALID_FIXTURES[name]
         assert entry["ok"] is False, name

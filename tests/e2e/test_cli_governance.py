@@ -110,9 +110,8 @@ def audit_kinds(stockade_home: Path, run_id: str) -> list[str]:
     """The run's audit event kinds in order, read straight from the database."""
     conn = sqlite3.connect(db_path(stockade_home))
     try:
-        rows = conn.execute(
-            "SELECT kind FROM event WHERE run_id = ? ORDER BY run_seq", (run_id,)
-        ).fetchall()
+        rows = conn.execute("SELECT kind FROM event WHERE run_id = ? ORDER BY run_seq",
+                            (run_id,)).fetchall()
     finally:
         conn.close()
     return [kind for (kind,) in rows]
@@ -329,11 +328,8 @@ def test_parked_run_denied_then_resumed_never_runs_the_call(
 
 
 def test_resume_refuses_a_changed_document_a_missing_key_and_a_tampered_snapshot(
-    server: FakeProviderServer,
-    env: dict[str, str],
-    model_file: Path,
-    stockade_home: Path,
-    tmp_path: Path,
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path,
+    tmp_path: Path
 ) -> None:
     run_id = _park(server, env, model_file)["run_id"]
     approve_in_this_process(stockade_home, run_id, "toolu_1")
@@ -347,19 +343,15 @@ def test_resume_refuses_a_changed_document_a_missing_key_and_a_tampered_snapshot
 
     keyring_file = tmp_path / "keyring.json"
     saved_keys = keyring_file.read_text()
-    keyring_file.write_text(
-        json.dumps(
-            {k: v for k, v in json.loads(saved_keys).items() if not k.endswith("snapshot-key")}
-        )
-    )
+    keyring_file.write_text(json.dumps({k: v for k, v in json.loads(saved_keys).items()
+                                        if not k.endswith("snapshot-key")}))
     missing = cli(env, "runs", "resume", run_id)
     assert missing.returncode == 1 and "keyring" in missing.stderr
     keyring_file.write_text(saved_keys)
 
     conn = sqlite3.connect(db_path(stockade_home))
-    blob = bytearray(
-        conn.execute("SELECT snapshot FROM run WHERE run_id = ?", (run_id,)).fetchone()[0]
-    )
+    blob = bytearray(conn.execute("SELECT snapshot FROM run WHERE run_id = ?",
+                                  (run_id,)).fetchone()[0])
     blob[40] ^= 0x55
     conn.execute("UPDATE run SET snapshot = ? WHERE run_id = ?", (bytes(blob), run_id))
     conn.commit()

@@ -46,11 +46,7 @@ def results_in(body: dict[str, Any]) -> dict[str, tuple[bool, str]]:
         if isinstance(content, list):
             for block in content:
                 if block.get("type") == "tool_result":
-                    text = (
-                        block["content"]
-                        if isinstance(block["content"], str)
-                        else str(block["content"])
-                    )
+                    text = block["content"] if isinstance(block["content"], str) else str(block["content"])
                     out[block["tool_use_id"]] = (bool(block.get("is_error", False)), text)
     return out
 
@@ -68,23 +64,13 @@ def test_three_iteration_turn_with_approvals_a_denial_a_bound_and_an_undo() -> N
                     ("r1", "search_entities", {"kind": "elements"}),
                 ),
                 reply(
-                    (
-                        "c3",
-                        "update_element",
-                        {
-                            "action": "update_element",
-                            "id": "web-app",
-                            "updates": {"description": "Serves the shop"},
-                        },
-                    ),
+                    ("c3", "update_element", {"action": "update_element", "id": "web-app", "updates": {"description": "Serves the shop"}}),
                     ("c4", "add_element", add("Queue")),
                 ),
                 reply(("c5", "add_element", add("Logs"))),
             ]
         )
-        provider = create_provider(
-            "anthropic", model=MODEL, key_store=StaticKeys(), api_base_override=server.url
-        )
+        provider = create_provider("anthropic", model=MODEL, key_store=StaticKeys(), api_base_override=server.url)
         runner = TurnRunner(
             provider,
             default_registry(),
@@ -130,19 +116,12 @@ def test_three_iteration_turn_with_approvals_a_denial_a_bound_and_an_undo() -> N
     assert second["c1"][0] is False and second["r1"][0] is False
     assert second["c2"] == (True, "Not run: the user declined this action.")
     third = results_in(bodies[2])
-    assert third["c4"] == (
-        True,
-        "Not run: the user already declined an identical action in this turn.",
-    )
+    assert third["c4"] == (True, "Not run: the user already declined an identical action in this turn.")
     assert third["c3"][0] is False
     final = runner.state
     assert {c.id: c.status for c in final.calls} == {
-        "c1": CallStatus.UNDONE,
-        "c2": CallStatus.DENIED,
-        "r1": CallStatus.SUCCEEDED,
-        "c3": CallStatus.UNDONE,
-        "c4": CallStatus.DENIED,
-        "c5": CallStatus.UNDONE,
+        "c1": CallStatus.UNDONE, "c2": CallStatus.DENIED, "r1": CallStatus.SUCCEEDED,
+        "c3": CallStatus.UNDONE, "c4": CallStatus.DENIED, "c5": CallStatus.UNDONE,
     }
     assert check_tool_pairing(final.messages) == []
     assert isinstance(final.history[-1].content[0], ToolResultBlock)

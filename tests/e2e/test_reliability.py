@@ -41,11 +41,8 @@ DAMAGED_DB_MESSAGE = "Move it aside"
 
 
 def _temp_files(folder: Path, name: str) -> set[str]:
-    return {
-        p.name
-        for p in folder.iterdir()
-        if p.name.startswith(f".{name}.") and p.name.endswith(".tmp")
-    }
+    return {p.name for p in folder.iterdir() if p.name.startswith(f".{name}.") and
+            p.name.endswith(".tmp")}
 
 
 def _read_line(proc: subprocess.Popen[str], timeout_s: float) -> str:
@@ -106,10 +103,7 @@ def test_kill_9_during_save_leaves_the_old_or_the_new_document_never_a_partial_o
     for kill in range(SAVE_KILLS):
         proc = subprocess.Popen(
             [sys.executable, "-c", _SAVER, str(target), str(old_path), str(new_path)],
-            env=cli_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         save_seconds = float(_read_line(proc, 60))
         if kill % 2:
@@ -151,12 +145,10 @@ def _slow_turn_replies() -> list[Reply]:
     first = anthropic_sse(
         text=[f"Looking at part {i} of the model. " for i in range(20)],
         tool_calls=[add_threat_call("toolu_r1", "Replayed session cookie")],
-        usage=(900, 120),
-        model=MODEL,
+        usage=(900, 120), model=MODEL,
     )
-    second = anthropic_sse(
-        text=[f"Done, step {i}. " for i in range(20)], usage=(1100, 60), model=MODEL
-    )
+    second = anthropic_sse(text=[f"Done, step {i}. " for i in range(20)], usage=(1100, 60),
+                           model=MODEL)
     return [
         Reply.sse(body, splits=range(len(body) // 20, len(body), len(body) // 20), delay_s=0.035)
         for body in (first, second)
@@ -185,23 +177,9 @@ def test_kill_9_at_random_moments_of_a_turn_keeps_the_database_ledger_and_file_c
             server.script(_slow_turn_replies())
             seen = len(server.requests)
             proc = subprocess.Popen(
-                [
-                    *stockade_command(),
-                    "assist",
-                    str(model_file),
-                    "--prompt",
-                    "review",
-                    "--provider",
-                    "anthropic",
-                    "--model",
-                    MODEL,
-                    "--approve",
-                    "mutate",
-                    "--write",
-                ],
-                env=cli_env(env),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                [*stockade_command(), "assist", str(model_file), "--prompt", "review",
+                 "--provider", "anthropic", "--model", MODEL, "--approve", "mutate", "--write"],
+                env=cli_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             deadline = time.monotonic() + 60
             while len(server.requests) == seen and time.monotonic() < deadline:
@@ -235,8 +213,7 @@ def test_kill_9_at_random_moments_of_a_turn_keeps_the_database_ledger_and_file_c
     assert len(statuses) == TURN_KILLS
     # A kill can land after the run is recorded finished, just before the process exits.
     assert 1 <= statuses.count("interrupted") <= killed_live, (
-        f"no kill landed mid-turn (seed {SEED}): {statuses}"
-    )
+        f"no kill landed mid-turn (seed {SEED}): {statuses}")
 
 
 # --- (c) a damaged database ------------------------------------------------------------------
@@ -261,17 +238,8 @@ def database_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = folder / "model.thf"
     model.write_bytes(FIXTURE.read_bytes())
     home = folder / "home"
-    result = run_cli(
-        "assist",
-        model,
-        "--provider",
-        "offline",
-        "--prompt",
-        "go",
-        "--approve",
-        "mutate",
-        env={"STOCKADE_HOME": str(home)},
-    )
+    result = run_cli("assist", model, "--provider", "offline", "--prompt", "go", "--approve",
+                     "mutate", env={"STOCKADE_HOME": str(home)})
     assert result.returncode == 0, result.stderr
     db = home / "stockade.db"
     assert db.stat().st_size > 8192
@@ -375,16 +343,10 @@ raise SystemExit(main(sys.argv[1:]))
 DISK_FAILURES = [("write", "ENOSPC"), ("fsync", "ENOSPC"), ("replace", "EROFS")]
 
 
-def _cli_with_failing_disk(
-    call: str, code: str, *args: str | Path
-) -> subprocess.CompletedProcess[str]:
+def _cli_with_failing_disk(call: str, code: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", _FAILING_DISK, call, code, *(os.fspath(a) for a in args)],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        env=cli_env(), capture_output=True, text=True, timeout=120, check=False,
     )
 
 
@@ -413,19 +375,8 @@ def test_assist_write_on_a_full_disk_reports_it_plainly_and_keeps_the_file(
 ) -> None:
     model = tmp_path / "model.thf"
     model.write_bytes(FIXTURE.read_bytes())
-    result = _cli_with_failing_disk(
-        "fsync",
-        "ENOSPC",
-        "assist",
-        model,
-        "--provider",
-        "offline",
-        "--prompt",
-        "go",
-        "--approve",
-        "mutate",
-        "--write",
-    )
+    result = _cli_with_failing_disk("fsync", "ENOSPC", "assist", model, "--provider",
+                                    "offline", "--prompt", "go", "--approve", "mutate", "--write")
     assert model.read_bytes() == FIXTURE.read_bytes()
     assert "Traceback" not in result.stderr
     assert result.returncode == 1
@@ -461,12 +412,7 @@ def _app_child(mode: str, *args: str | Path) -> dict[str, Any]:
     env = cli_env({"QT_QPA_PLATFORM": "offscreen"})
     result = subprocess.run(
         [sys.executable, __file__, mode, *(os.fspath(a) for a in args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=REPO_ROOT,
+        env=env, capture_output=True, text=True, timeout=120, check=False, cwd=REPO_ROOT,
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert result.returncode == 0 and lines, result.stderr[-3000:]
@@ -505,9 +451,7 @@ def _child_main(argv: list[str]) -> None:  # pragma: no cover - runs in a subpro
         before = path.read_bytes()
         document = window.open_document.document
         assert document is not None
-        edit = actions.update_threat(
-            document, "threat-1", actions.ThreatUpdates(severity=Severity.LOW)
-        )
+        edit = actions.update_threat(document, "threat-1", actions.ThreatUpdates(severity=Severity.LOW))
         assert isinstance(edit, actions.ActionResult)
         window.open_document.apply_edit(edit.document, edit.result)
         edited = window.open_document.document

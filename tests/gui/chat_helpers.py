@@ -39,9 +39,8 @@ def assistant(driver: WindowDriver) -> AssistantController:
     return controller
 
 
-def choose(
-    controller: AssistantController, provider: str = "anthropic", model: str = MODEL
-) -> None:
+def choose(controller: AssistantController, provider: str = "anthropic",
+           model: str = MODEL) -> None:
     from stockade.ui.assistant.controller import model_choices
 
     controller.pane.set_choices(model_choices(), provider, model)
@@ -58,8 +57,7 @@ def send(driver: WindowDriver, controller: AssistantController, prompt: str) -> 
 
 def wait_dialog(driver: WindowDriver, controller: AssistantController) -> ApprovalDialog:
     driver.qtbot.waitUntil(
-        lambda: controller.dialog is not None and controller.dialog.isVisible(), timeout=30_000
-    )
+        lambda: controller.dialog is not None and controller.dialog.isVisible(), timeout=30_000)
     dialog = controller.dialog
     assert dialog is not None
     return dialog
@@ -68,12 +66,8 @@ def wait_dialog(driver: WindowDriver, controller: AssistantController) -> Approv
 def wait_settled(driver: WindowDriver, controller: AssistantController) -> None:
     def settled() -> bool:
         session = controller.session
-        return (
-            session is not None
-            and session.state.phase is TurnPhase.SETTLED
-            and not controller._looping
-            and not controller.pane.busy
-        )
+        return (session is not None and session.state.phase is TurnPhase.SETTLED
+                and not controller._looping and not controller.pane.busy)
 
     driver.qtbot.waitUntil(settled, timeout=30_000)
 
@@ -85,11 +79,8 @@ def card_statuses(controller: AssistantController) -> dict[str, str]:
 
 
 def threat_update(call_id: str, threat_id: str, **updates: Any) -> tuple[str, str, Any]:
-    return (
-        call_id,
-        "update_threat",
-        {"action": "update_threat", "id": threat_id, "updates": updates},
-    )
+    return (call_id, "update_threat",
+            {"action": "update_threat", "id": threat_id, "updates": updates})
 
 
 def threat_delete(call_id: str, threat_id: str) -> tuple[str, str, Any]:

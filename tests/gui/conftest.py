@@ -55,9 +55,7 @@ class ScriptedPrompts(Prompts):
     async def choose_import_path(self, directory: str = "") -> str | None:
         return self.import_paths.pop(0) if self.import_paths else None
 
-    async def choose_save_path(
-        self, suggested: str, name_filter: str = "", title: str = ""
-    ) -> str | None:
+    async def choose_save_path(self, suggested: str, name_filter: str = "", title: str = "") -> str | None:
         return self.save_paths.pop(0) if self.save_paths else None
 
     async def ask_unsaved_changes(self, name: str) -> UnsavedChoice:

@@ -28,9 +28,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(not STOCKADE.exists(), reason="the stockade console script is not installed")
 def test_screenshot_of_the_diagram_tab_through_the_cli_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "shots" / "diagram.png"
-    result = _run_cli(
-        str(THF_FIXTURES / "v1.0-canonical-full.thf"), "--screenshot", str(out), "--tab", "diagram"
-    )
+    result = _run_cli(str(THF_FIXTURES / "v1.0-canonical-full.thf"), "--screenshot", str(out), "--tab", "diagram")
     assert result.returncode == 0, result.stderr
     image = QImage(str(out))
     assert not image.isNull()

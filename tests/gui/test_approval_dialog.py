@@ -41,28 +41,16 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
 
 
 def _hostile_add() -> tuple[str, str, object]:
-    return (
-        "toolu_9",
-        "add_threat",
-        {
-            "action": "add_threat",
-            "threat": {
-                "title": HOSTILE[:60],
-                "category": "Spoofing",
-                "severity": "high",
-                "element": "api-gateway",
-                "description": HOSTILE,
-            },
-        },
-    )
+    return ("toolu_9", "add_threat", {"action": "add_threat", "threat": {
+        "title": HOSTILE[:60], "category": "Spoofing", "severity": "high",
+        "element": "api-gateway", "description": HOSTILE}})
 
 
 def test_model_text_in_the_dialog_is_plain_text_and_markup_shows_literally(
     driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    server.script(
-        [Reply.sse(anthropic_sse(tool_calls=[_hostile_add()])), Reply.sse(anthropic_sse(text="ok"))]
-    )
+    server.script([Reply.sse(anthropic_sse(tool_calls=[_hostile_add()])),
+                   Reply.sse(anthropic_sse(text="ok"))])
     assert driver.open(copy_fixture(tmp_path))
     controller = assistant(driver)
     choose(controller)
@@ -92,12 +80,8 @@ def test_model_text_in_the_dialog_is_plain_text_and_markup_shows_literally(
 def test_a_destructive_call_carries_a_warning_and_a_preview_that_changes_nothing_yet(
     driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    server.script(
-        [
-            Reply.sse(anthropic_sse(tool_calls=[threat_delete("toolu_d", "threat-1")])),
-            Reply.sse(anthropic_sse(text="ok")),
-        ]
-    )
+    server.script([Reply.sse(anthropic_sse(tool_calls=[threat_delete("toolu_d", "threat-1")])),
+                   Reply.sse(anthropic_sse(text="ok"))])
     assert driver.open(copy_fixture(tmp_path))
     before = driver.document
     controller = assistant(driver)
@@ -106,10 +90,8 @@ def test_a_destructive_call_carries_a_warning_and_a_preview_that_changes_nothing
     dialog = wait_dialog(driver, controller)
     row = dialog.rows["toolu_d"]
     assert row.findChild(QLabel, "approvalDestructiveWarning") is not None
-    assert (
-        "Removed threat 'threat-1' (SQL injection on payment queries)"
-        in row.preview_edit.toPlainText()
-    )
+    assert "Removed threat 'threat-1' (SQL injection on payment queries)" in \
+        row.preview_edit.toPlainText()
     assert not dialog.approve_all_button.isEnabled()  # destructive calls never go in bulk
     assert driver.document is before
     row.deny_button.click()
@@ -118,17 +100,8 @@ def test_a_destructive_call_carries_a_warning_and_a_preview_that_changes_nothing
 
 
 def test_approve_all_captures_the_ids_at_click_time(driver: WindowDriver) -> None:
-    views = [
-        PendingCallView(
-            f"c{i}",
-            "update_threat",
-            f"Update threat t{i}",
-            destructive=i == 2,
-            raw_input="{}",
-            preview=("Changed threat",),
-        )
-        for i in range(3)
-    ]
+    views = [PendingCallView(f"c{i}", "update_threat", f"Update threat t{i}", destructive=i == 2,
+                             raw_input="{}", preview=("Changed threat",)) for i in range(3)]
     dialog = ApprovalDialog(views, driver.window)
     task = driver.window.spawn(dialog.ask())
     driver.qtbot.waitUntil(dialog.isVisible, timeout=10_000)
@@ -142,10 +115,8 @@ def test_approve_all_captures_the_ids_at_click_time(driver: WindowDriver) -> Non
     driver.qtbot.waitUntil(task.done, timeout=10_000)
     outcome = task.result()
     assert outcome.end is ApprovalEnd.DEFERRED
-    assert [(s.kind, s.call_ids) for s in outcome.steps] == [
-        ("deny", ("c0",)),
-        ("approve_batch", ("c1",)),
-    ]
+    assert [(s.kind, s.call_ids) for s in outcome.steps] == [("deny", ("c0",)),
+                                                            ("approve_batch", ("c1",))]
 
 
 def test_closing_the_window_parks_a_turn_awaiting_approval(
@@ -180,15 +151,8 @@ def test_closing_the_window_parks_a_turn_awaiting_approval(
 def test_stop_while_the_dialog_is_open_closes_it_and_cancels_the_turn(
     driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    server.script(
-        [
-            Reply.sse(
-                anthropic_sse(
-                    text="Let me delete this.", tool_calls=[threat_delete("toolu_d", "threat-1")]
-                )
-            )
-        ]
-    )
+    server.script([Reply.sse(anthropic_sse(text="Let me delete this.",
+                                           tool_calls=[threat_delete("toolu_d", "threat-1")]))])
     assert driver.open(copy_fixture(tmp_path))
     before = driver.document
     controller = assistant(driver)

@@ -21,8 +21,7 @@ def _offline_turn(driver: WindowDriver, tmp_path: Path) -> str:
     proposed = 0
     while True:
         driver.qtbot.waitUntil(
-            lambda: controller.dialog is not None or not controller.pane.busy, timeout=10_000
-        )
+            lambda: controller.dialog is not None or not controller.pane.busy, timeout=10_000)
         if controller.dialog is None:
             break
         dialog = wait_dialog(driver, controller)
@@ -43,8 +42,7 @@ def _open_viewer(driver: WindowDriver) -> tuple[AuditViewer, object]:
     controller = assistant(driver)
     task = driver.window.spawn(controller.open_audit_viewer())
     driver.qtbot.waitUntil(
-        lambda: driver.window.findChild(AuditViewer, "auditViewer") is not None, timeout=10_000
-    )
+        lambda: driver.window.findChild(AuditViewer, "auditViewer") is not None, timeout=10_000)
     viewer = driver.window.findChild(AuditViewer, "auditViewer")
     assert viewer is not None
     return viewer, task
@@ -80,9 +78,8 @@ def test_verify_names_the_first_event_that_was_changed(
     conn = sqlite3.connect(database_path())
     try:
         # Go around the append-only triggers the way an attacker with file access could.
-        triggers = [
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        ]
+        triggers = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'")]
         for name in triggers:
             conn.execute(f'DROP TRIGGER "{name}"')
         conn.execute("UPDATE event SET payload = '{}' WHERE seq = 3")

@@ -100,12 +100,8 @@ def test_redo_after_undoing_a_turn_shows_its_calls_done_again(
 def test_a_follow_up_turn_sends_the_earlier_conversation(
     driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    server.script(
-        [
-            Reply.sse(anthropic_sse(text="First answer.")),
-            Reply.sse(anthropic_sse(text="Second answer.")),
-        ]
-    )
+    server.script([Reply.sse(anthropic_sse(text="First answer.")),
+                   Reply.sse(anthropic_sse(text="Second answer."))])
     assert driver.open(copy_fixture(tmp_path))
     controller = assistant(driver)
     choose(controller)
@@ -141,12 +137,8 @@ def test_the_provider_and_model_picked_in_the_pane_are_saved_for_next_time(
     assert pane.model_combo.isEditable()
     pane.model_combo.setEditText("qwen3-coder")
     driver.qtbot.waitUntil(
-        lambda: (
-            json.loads(settings_path().read_text(encoding="utf-8"))["models"]["local"]
-            == "qwen3-coder"
-        ),
-        timeout=10_000,
-    )
+        lambda: json.loads(settings_path().read_text(encoding="utf-8"))["models"]["local"]
+        == "qwen3-coder", timeout=10_000)
     assert pane.selection() == ("local", "qwen3-coder")
 
 

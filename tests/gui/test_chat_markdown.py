@@ -32,12 +32,8 @@ def test_links_are_never_followed_and_resources_never_loaded(qtbot: QtBot) -> No
     qtbot.addWidget(view)
     view.set_markdown(HOSTILE)
     assert not view.openLinks() and not view.openExternalLinks()
-    assert (
-        view.loadResource(
-            int(QTextDocument.ResourceType.ImageResource), QUrl("https://evil.example/p.png")
-        )
-        is None
-    )
+    assert view.loadResource(int(QTextDocument.ResourceType.ImageResource),
+                             QUrl("https://evil.example/p.png")) is None
     before = view.toPlainText()
     view.setSource(QUrl("https://evil.example/steal"))
     assert view.toPlainText() == before
@@ -45,15 +41,8 @@ def test_links_are_never_followed_and_resources_never_loaded(qtbot: QtBot) -> No
 
 
 def test_a_growing_stream_renders_like_the_whole_text_at_once(qtbot: QtBot) -> None:
-    pieces = [
-        "Intro para",
-        "graph.\n\n",
-        "- one\n- two\n\n",
-        "```\ncode line\n\n",
-        "still code\n",
-        "```\n\n",
-        "Closing *words*.",
-    ]
+    pieces = ["Intro para", "graph.\n\n", "- one\n- two\n\n", "```\ncode line\n\n", "still code\n",
+              "```\n\n", "Closing *words*."]
     streamed = MarkdownView()
     qtbot.addWidget(streamed)
     text = ""
@@ -63,9 +52,8 @@ def test_a_growing_stream_renders_like_the_whole_text_at_once(qtbot: QtBot) -> N
     whole = MarkdownView()
     qtbot.addWidget(whole)
     whole.set_markdown(text, exact=True)
-    assert [line for line in streamed.toPlainText().splitlines() if line] == [
-        line for line in whole.toPlainText().splitlines() if line
-    ]
+    assert [line for line in streamed.toPlainText().splitlines() if line] == \
+        [line for line in whole.toPlainText().splitlines() if line]
     assert "still code" in streamed.toPlainText()
     streamed.set_markdown(text, exact=True)
     assert streamed.toPlainText() == whole.toPlainText()

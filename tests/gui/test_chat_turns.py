@@ -68,16 +68,11 @@ def test_approve_one_deny_one_approve_the_delete_then_undo_the_whole_turn(
     send(driver, controller, "tidy the threats")
     dialog = wait_dialog(driver, controller)
     assert list(dialog.rows) == ["toolu_1", "toolu_2", "toolu_3"]
-    assert (
-        "Changed threat 'threat-1': severity" in dialog.rows["toolu_1"].preview_edit.toPlainText()
-    )
+    assert "Changed threat 'threat-1': severity" in dialog.rows["toolu_1"].preview_edit.toPlainText()
     assert "Removed threat 'threat-3'" in dialog.rows["toolu_3"].preview_edit.toPlainText()
     assert driver.document is original  # previews never commit
-    assert card_statuses(controller) == {
-        "toolu_1": "pending",
-        "toolu_2": "pending",
-        "toolu_3": "pending",
-    }
+    assert card_statuses(controller) == {"toolu_1": "pending", "toolu_2": "pending",
+                                         "toolu_3": "pending"}
 
     dialog.rows["toolu_1"].approve_button.click()
     dialog.rows["toolu_2"].deny_button.click()
@@ -90,11 +85,8 @@ def test_approve_one_deny_one_approve_the_delete_then_undo_the_whole_turn(
     threat_2 = _threat(driver, "threat-2")
     assert threat_2 is not None and threat_2.title == "Man-in-the-middle on Stripe API calls"  # type: ignore[attr-defined]
     assert _threat(driver, "threat-3") is None
-    assert card_statuses(controller) == {
-        "toolu_1": "succeeded",
-        "toolu_2": "denied",
-        "toolu_3": "succeeded",
-    }
+    assert card_statuses(controller) == {"toolu_1": "succeeded", "toolu_2": "denied",
+                                         "toolu_3": "succeeded"}
     view = controller.pane.current_turn
     assert view is not None
     assert "All done." in view.answer.toPlainText()
@@ -135,11 +127,8 @@ def test_approve_all_non_destructive_takes_only_the_ids_shown_and_never_the_dele
     wait_settled(driver, controller)
 
     assert _threat(driver, "threat-3") is not None
-    assert card_statuses(controller) == {
-        "toolu_1": "succeeded",
-        "toolu_2": "succeeded",
-        "toolu_3": "denied",
-    }
+    assert card_statuses(controller) == {"toolu_1": "succeeded", "toolu_2": "succeeded",
+                                         "toolu_3": "denied"}
 
 
 def test_edit_undo_reverts_the_whole_ai_turn_in_one_step(
@@ -208,18 +197,8 @@ def test_stop_mid_stream_keeps_the_partial_text_and_shows_no_error(
 def test_a_rejected_key_shows_one_authored_line_and_never_the_key(
     driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    server.script(
-        [
-            Reply.status_reply(
-                401,
-                {
-                    "type": "error",
-                    "error": {"type": "authentication_error", "message": "invalid x-api-key"},
-                },
-                echo_auth=True,
-            )
-        ]
-    )
+    server.script([Reply.status_reply(401, {"type": "error", "error": {
+        "type": "authentication_error", "message": "invalid x-api-key"}}, echo_auth=True)])
     assert driver.open(copy_fixture(tmp_path))
     controller = assistant(driver)
     choose(controller)
@@ -265,9 +244,8 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
     send(driver, controller, "tidy the threats")
     dialog = wait_dialog(driver, controller)
     dialog.later_button.click()
-    driver.qtbot.waitUntil(
-        lambda: controller.session is None and not controller._looping, timeout=10_000
-    )
+    driver.qtbot.waitUntil(lambda: controller.session is None and not controller._looping,
+                           timeout=10_000)
     driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=10_000)
     run_id = controller.pane.parked_run_ids()[0]
     gov = open_governance()
@@ -316,14 +294,11 @@ def test_work_committed_before_decide_later_survives_closing_without_saving(
 ) -> None:
     from tests.gui.conftest import WindowDriver as Driver
 
-    server.script(
-        [
-            Reply.sse(
-                anthropic_sse(tool_calls=[threat_update("toolu_a", "threat-1", severity="low")])
-            ),
-            Reply.sse(anthropic_sse(tool_calls=[threat_delete("toolu_b", "threat-3")])),
-        ]
-    )
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[threat_update("toolu_a", "threat-1",
+                                                          severity="low")])),
+        Reply.sse(anthropic_sse(tool_calls=[threat_delete("toolu_b", "threat-3")])),
+    ])
     path = copy_fixture(tmp_path)
     assert driver.open(path)
     controller = assistant(driver)
@@ -331,14 +306,8 @@ def test_work_committed_before_decide_later_survives_closing_without_saving(
     send(driver, controller, "lower threat-1 then remove threat-3")
     first = wait_dialog(driver, controller)
     first.rows["toolu_a"].approve_button.click()
-    driver.qtbot.waitUntil(
-        lambda: (
-            controller.dialog is not None
-            and controller.dialog is not first
-            and controller.dialog.isVisible()
-        ),
-        timeout=30_000,
-    )
+    driver.qtbot.waitUntil(lambda: controller.dialog is not None and controller.dialog is not first
+                           and controller.dialog.isVisible(), timeout=30_000)
     assert driver.window.open_document.is_dirty  # threat-1 was lowered, not saved
     controller.dialog.later_button.click()  # type: ignore[union-attr]
     driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=10_000)
@@ -350,9 +319,8 @@ def test_work_committed_before_decide_later_survives_closing_without_saving(
         server.script([Reply.sse(anthropic_sse(text="Both done."))])
         assert second.open(path)
         reopened = assistant(second)
-        assert (
-            next(t for t in second.document.threats if t.id == "threat-1").severity.value == "high"
-        )  # the file never got the change
+        assert next(t for t in second.document.threats if t.id == "threat-1").severity.value \
+            == "high"  # the file never got the change
         second.qtbot.waitUntil(lambda: len(reopened.pane.parked_run_ids()) == 1, timeout=10_000)
         reopened.pane.reviewRequested.emit(reopened.pane.parked_run_ids()[0])
         review = wait_dialog(second, reopened)

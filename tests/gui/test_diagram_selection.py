@@ -66,9 +66,7 @@ def test_selecting_in_the_tree_selects_in_the_diagram(driver: WindowDriver) -> N
     tree.view.setCurrentIndex(tree.model.index_for_entity("threats", "threat-3"))
     target = next(t.element for t in driver.document.threats if t.id == "threat-3")
     assert view.selected_key() == ("elements", target)
-    tree.view.setCurrentIndex(
-        tree.model.index_for_entity("diagrams", driver.document.diagrams[0].id)
-    )
+    tree.view.setCurrentIndex(tree.model.index_for_entity("diagrams", driver.document.diagrams[0].id))
     assert view.selected_key() is None
 
 

@@ -66,16 +66,12 @@ def test_threats_are_also_listed_under_the_element_or_flow_they_target(
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     model = driver.window.tree_pane.model
     for threat in driver.document.threats:
-        section, target = (
-            ("elements", threat.element) if threat.element else ("data_flows", threat.flow)
-        )
+        section, target = ("elements", threat.element) if threat.element else ("data_flows", threat.flow)
         assert target is not None
         parent = model.index_for_entity(section, target)
         while model.canFetchMore(parent):
             model.fetchMore(parent)
-        keys = [
-            model.key_for_index(model.index(r, 0, parent)) for r in range(model.rowCount(parent))
-        ]
+        keys = [model.key_for_index(model.index(r, 0, parent)) for r in range(model.rowCount(parent))]
         assert ("threats", threat.id) in keys
 
 
@@ -106,7 +102,8 @@ def test_pinned_message_of_an_invalid_reference_reaches_the_user(driver: WindowD
     assert driver.window.open_document.document is None
     _title, message = driver.prompts.errors[0]
     assert (
-        "Invalid reference in 'data_flows[flow-1].to': 'missing-db' not found. Valid IDs: [\"app\"]"
+        "Invalid reference in 'data_flows[flow-1].to': 'missing-db' not found. "
+        'Valid IDs: ["app"]'
     ) in message
 
 

@@ -54,9 +54,7 @@ def test_open_dialog_waits_without_blocking_and_cancel_gives_none(
 ) -> None:
     prompts = Prompts(driver.window)
     task = driver.window.spawn(prompts.choose_open_path(str(THF_FIXTURES)))
-    qtbot.waitUntil(
-        lambda: _file_dialog(driver.window, "openFileDialog") is not None, timeout=10_000
-    )
+    qtbot.waitUntil(lambda: _file_dialog(driver.window, "openFileDialog") is not None, timeout=10_000)
     dialog = _file_dialog(driver.window, "openFileDialog")
     assert dialog is not None
     qtbot.wait(50)

@@ -26,9 +26,8 @@ def test_painting_the_window_does_not_drain_none_references(driver: WindowDriver
     # Let background work (validation, the assistant's settings, keyring and parked-run
     # reads) finish and its objects die before counting, so only the painting is measured.
     driver.qtbot.waitUntil(lambda: driver.window.validation_label.text() == "Valid")
-    driver.qtbot.waitUntil(
-        lambda: driver.window.assistant.ready and not driver.window._tasks, timeout=10_000
-    )
+    driver.qtbot.waitUntil(lambda: driver.window.assistant.ready and not driver.window._tasks,
+                           timeout=10_000)
     drops = []
     # A binding bug drains None on every paint, so it fails every round; an unrelated object
     # dying during one round (a finished task of earlier work) does not repeat.

@@ -57,10 +57,7 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
         # Permission bits do not stop root; the immutable attribute does.
         probe.unlink()
         chattr = shutil.which("chattr")
-        if (
-            chattr is None
-            or subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode
-        ):
+        if chattr is None or subprocess.run([chattr, "+i", str(folder)], capture_output=True).returncode:
             pytest.skip("cannot make a read-only folder here")
         immutable = True
     try:
@@ -98,9 +95,7 @@ def test_new_from_template_opens_an_unsaved_dated_document(driver: WindowDriver)
     assert driver.window.open_document.path is None
     assert driver.window.open_document.is_dirty
     assert driver.document.elements
-    assert driver.window.tree_pane.model.section_count("elements")[1] == len(
-        driver.document.elements
-    )
+    assert driver.window.tree_pane.model.section_count("elements")[1] == len(driver.document.elements)
     assert driver.window.windowTitle().startswith(driver.document.metadata.title + "*")
 
 
@@ -161,9 +156,7 @@ def test_keyring_state_is_shown_in_the_status_bar(driver: WindowDriver) -> None:
     assert driver.window.keyring_label.toolTip()
 
 
-def test_geometry_is_remembered_in_the_data_folder(
-    driver: WindowDriver, stockade_home: Path
-) -> None:
+def test_geometry_is_remembered_in_the_data_folder(driver: WindowDriver, stockade_home: Path) -> None:
     driver.window.resize(900, 640)
     driver.window._close_approved = True
     driver.window.close()

@@ -24,9 +24,7 @@ def _open(driver: WindowDriver) -> tuple[SettingsDialog, object]:
     controller = assistant(driver)
     task = driver.window.spawn(controller.open_settings())
     driver.qtbot.waitUntil(
-        lambda: driver.window.findChild(SettingsDialog, "settingsDialog") is not None,
-        timeout=10_000,
-    )
+        lambda: driver.window.findChild(SettingsDialog, "settingsDialog") is not None, timeout=10_000)
     dialog = driver.window.findChild(SettingsDialog, "settingsDialog")
     assert dialog is not None
     driver.qtbot.waitUntil(dialog.isVisible, timeout=10_000)
@@ -44,8 +42,7 @@ def test_a_key_set_in_settings_lands_in_the_keyring_and_never_in_the_settings_fi
     dialog.key_edits["anthropic"].setText(KEY)
     dialog.key_set_buttons["anthropic"].click()
     driver.qtbot.waitUntil(
-        lambda: dialog.key_status["anthropic"].text() == "Key stored in the keyring", timeout=10_000
-    )
+        lambda: dialog.key_status["anthropic"].text() == "Key stored in the keyring", timeout=10_000)
     assert memory_keyring.store[(SERVICE, "anthropic")] == KEY
     assert dialog.key_edits["anthropic"].text() == ""  # the key left the widget at once
     assert KEY not in dialog.key_status["anthropic"].text()
@@ -75,8 +72,7 @@ def test_deleting_a_key_removes_it_from_the_keyring(
     assert dialog.key_delete_buttons["openai"].isEnabled()
     dialog.key_delete_buttons["openai"].click()
     driver.qtbot.waitUntil(
-        lambda: dialog.key_status["openai"].text() == "No key stored", timeout=10_000
-    )
+        lambda: dialog.key_status["openai"].text() == "No key stored", timeout=10_000)
     assert (SERVICE, "openai") not in memory_keyring.store
     dialog.reject()
 
@@ -114,12 +110,10 @@ def test_an_insecure_keyring_is_announced_in_the_chat_pane_and_the_dialog(
         dialog.key_set_buttons["anthropic"].click()
         drv.qtbot.waitUntil(
             lambda: dialog.key_status["anthropic"].text() == "Key kept for this session only",
-            timeout=10_000,
-        )
+            timeout=10_000)
         dialog.key_delete_buttons["anthropic"].click()
         drv.qtbot.waitUntil(
-            lambda: dialog.key_status["anthropic"].text() == "No key stored", timeout=10_000
-        )
+            lambda: dialog.key_status["anthropic"].text() == "No key stored", timeout=10_000)
         dialog.reject()
     finally:
         drv.window._close_approved = True
@@ -130,8 +124,7 @@ def test_the_dialog_shows_credit_spend_so_far(driver: WindowDriver) -> None:
     dialog, _task = _open(driver)
     driver.qtbot.waitUntil(
         lambda: dialog.spend_label.text().startswith("Spent so far: 0 credits today"),
-        timeout=10_000,
-    )
+        timeout=10_000)
     dialog.reject()
 
 

@@ -66,36 +66,20 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("file", metavar="FILE", help="the .thf threat model to work on")
     parser.add_argument("--prompt", required=True, help="what to ask the assistant")
-    parser.add_argument(
-        "--provider", choices=PROVIDERS, default=None, help="the provider (default: from settings)"
-    )
+    parser.add_argument("--provider", choices=PROVIDERS, default=None,
+                        help="the provider (default: from settings)")
     parser.add_argument("--model", default=None, help="the model (default: from settings)")
-    parser.add_argument(
-        "--base-url", default=None, help="the local OpenAI-compatible server URL (provider local)"
-    )
-    parser.add_argument(
-        "--approve",
-        choices=[p.value for p in (ApprovePolicy.READ, ApprovePolicy.MUTATE, ApprovePolicy.DENY)],
-        default="read",
-        help="what runs without asking: read (default), mutate (non-destructive) or deny",
-    )
-    parser.add_argument(
-        "--budget",
-        type=_non_negative,
-        default=None,
-        metavar="CREDITS",
-        help="credit budget for this turn (1 credit = 1/10,000 USD)",
-    )
-    parser.add_argument(
-        "--max-iterations",
-        type=_positive,
-        default=None,
-        metavar="N",
-        help="most provider requests in this turn",
-    )
-    parser.add_argument(
-        "--write", action="store_true", help="save the changed document back to FILE (atomically)"
-    )
+    parser.add_argument("--base-url", default=None,
+                        help="the local OpenAI-compatible server URL (provider local)")
+    parser.add_argument("--approve", choices=[p.value for p in (
+        ApprovePolicy.READ, ApprovePolicy.MUTATE, ApprovePolicy.DENY)], default="read",
+        help="what runs without asking: read (default), mutate (non-destructive) or deny")
+    parser.add_argument("--budget", type=_non_negative, default=None, metavar="CREDITS",
+                        help="credit budget for this turn (1 credit = 1/10,000 USD)")
+    parser.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
+                        help="most provider requests in this turn")
+    parser.add_argument("--write", action="store_true",
+                        help="save the changed document back to FILE (atomically)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
 
@@ -117,18 +101,13 @@ def open_gov(*, recover: bool = True) -> Governance | None:
     return None
 
 
-def make_provider(
-    provider_name: str, model: str, base_url: str | None, document_session: DocumentSession
-) -> Any:
+def make_provider(provider_name: str, model: str, base_url: str | None,
+                  document_session: DocumentSession) -> Any:
     from stockade.providers.factory import create_provider
 
     try:
-        return create_provider(
-            provider_name,
-            model=model,
-            base_url=base_url,
-            document_source=lambda: document_session.document,
-        )
+        return create_provider(provider_name, model=model, base_url=base_url,
+                               document_source=lambda: document_session.document)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -139,14 +118,9 @@ def save_document(document: ThreatModel, path: str) -> None:
     save(document, path)
 
 
-def settle_headless(
-    session: AssistantSession,
-    *,
-    original: ThreatModel,
-    write: bool,
-    state_phase: TurnPhase,
-    display: str | None = None,
-) -> tuple[TurnSummary, ExitCode]:
+def settle_headless(session: AssistantSession, *, original: ThreatModel, write: bool,
+                    state_phase: TurnPhase,
+                    display: str | None = None) -> tuple[TurnSummary, ExitCode]:
     """Park a waiting turn, or write back a settled one; return the summary and exit code."""
     live = session.document_session.document
     changed = document_digest(live) != document_digest(original)
@@ -205,10 +179,8 @@ def print_summary(summary: TurnSummary, as_json: bool) -> None:
     for call in summary.calls:
         denial = f", {call['denial']}" if call["denial"] else ""
         print(f"  call {call['id']}: {call['tool']} {call['status']}{denial}")
-    print(
-        f"credits spent: {summary.credits_spent} (tokens in {summary.usage['input_tokens']}, "
-        f"out {summary.usage['output_tokens']})"
-    )
+    print(f"credits spent: {summary.credits_spent} (tokens in {summary.usage['input_tokens']}, "
+          f"out {summary.usage['output_tokens']})")
     if summary.document["written"]:
         print(f"saved {summary.document['path']}")
     if summary.outcome == "parked":
@@ -216,10 +188,8 @@ def print_summary(summary: TurnSummary, as_json: bool) -> None:
         for call in summary.pending:
             mark = " [destructive]" if call["destructive"] else ""
             print(f"  {call['id']}: {call['summary']}{mark}")
-        print(
-            f"decide with 'stockade runs approve|deny {summary.run_id} CALL --actor NAME', "
-            f"then 'stockade runs resume {summary.run_id}'"
-        )
+        print(f"decide with 'stockade runs approve|deny {summary.run_id} CALL --actor NAME', "
+              f"then 'stockade runs resume {summary.run_id}'")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,28 +219,15 @@ def run(args: argparse.Namespace) -> int:
         provider = make_provider(provider_name, model, base_url, document_session)
         try:
             session = AssistantSession.create(
-                gov,
-                document_session=document_session,
-                document_path=str(path.resolve()),
-                provider=provider,
-                provider_name=provider_name,
-                model=model,
-                limits=limits,
-                budgets=budgets,
-                guard_policy=GuardPolicy(settings.guard_policy),
-                approve=ApprovePolicy(args.approve),
-                base_url=base_url,
-            )
+                gov, document_session=document_session, document_path=str(path.resolve()),
+                provider=provider, provider_name=provider_name, model=model, limits=limits,
+                budgets=budgets, guard_policy=GuardPolicy(settings.guard_policy),
+                approve=ApprovePolicy(args.approve), base_url=base_url)
         except PriceBookError as exc:
             raise UsageError(str(exc)) from None
         state = asyncio.run(session.start(args.prompt))
-        summary, code = settle_headless(
-            session,
-            original=document,
-            write=args.write,
-            state_phase=state.phase,
-            display=display_path(path),
-        )
+        summary, code = settle_headless(session, original=document, write=args.write,
+                                        state_phase=state.phase, display=display_path(path))
         print_summary(summary, args.json)
         if session.audit_error is not None or session.runner.audit_error is not None:
             print_error("the audit trail could not record the end of this run")

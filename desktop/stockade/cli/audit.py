@@ -33,23 +33,15 @@ def run(args: argparse.Namespace) -> int:
         if args.audit_command == "verify":
             result = gov.trajectory.verify_chain()
             if args.json:
-                print_json(
-                    {
-                        "ok": result.ok,
-                        "checked": result.checked,
-                        "first_broken": result.first_broken,
-                        "run_id": result.run_id,
-                        "reason": result.reason,
-                    }
-                )
+                print_json({"ok": result.ok, "checked": result.checked,
+                            "first_broken": result.first_broken, "run_id": result.run_id,
+                            "reason": result.reason})
             elif result.ok:
                 print(f"audit trail intact: {result.checked} events checked")
             else:
-                print(
-                    f"audit trail BROKEN at event {result.first_broken} (run "
-                    f"{result.run_id}): {result.reason}; {result.checked} events before it "
-                    "check out"
-                )
+                print(f"audit trail BROKEN at event {result.first_broken} (run "
+                      f"{result.run_id}): {result.reason}; {result.checked} events before it "
+                      "check out")
             return ExitCode.OK if result.ok else ExitCode.FAILED
         lines = list(gov.trajectory.export_lines(args.run))
         if not lines:

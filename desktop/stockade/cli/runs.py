@@ -24,12 +24,9 @@ from stockade.thf.model import ThreatModel
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "runs",
-        help="list, decide and resume parked assistant runs",
-        description="Parked runs wait for a decision on each "
-        "pending call; approve or deny each, then resume.",
-    )
+    parser = subparsers.add_parser("runs", help="list, decide and resume parked assistant runs",
+                                   description="Parked runs wait for a decision on each "
+                                   "pending call; approve or deny each, then resume.")
     sub = parser.add_subparsers(dest="runs_command", metavar="ACTION")
     sub.required = True
 
@@ -62,17 +59,10 @@ def _when(ms: int) -> str:
 
 
 def _run_json(row: RunRow) -> dict[str, Any]:
-    return {
-        "run_id": row.run_id,
-        "status": row.status.value,
-        "outcome": row.outcome,
-        "reason": row.reason,
-        "document_path": row.document_path,
-        "provider": row.provider,
-        "model": row.model,
-        "created": _when(row.created_ms),
-        "updated": _when(row.updated_ms),
-    }
+    return {"run_id": row.run_id, "status": row.status.value, "outcome": row.outcome,
+            "reason": row.reason, "document_path": row.document_path,
+            "provider": row.provider, "model": row.model, "created": _when(row.created_ms),
+            "updated": _when(row.updated_ms)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,13 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if gov is None:
         return ExitCode.FAILED
     try:
-        handler = {
-            "list": _list,
-            "show": _show,
-            "approve": _decide,
-            "deny": _decide,
-            "resume": _resume,
-        }[args.runs_command]
+        handler = {"list": _list, "show": _show, "approve": _decide, "deny": _decide,
+                   "resume": _resume}[args.runs_command]
         return handler(gov, args)
     except (NotFoundError, ConflictError, SealError, SnapshotError, StoreError) as exc:
         print_error(str(exc))
@@ -107,11 +92,8 @@ def _list(gov: Any, args: argparse.Namespace) -> int:
     items = []
     for row in rows:
         item = _run_json(row)
-        item["pending"] = (
-            [p.call_id for p in gov.runs.pending_calls(row.run_id)]
-            if row.status is RunStatus.PARKED
-            else []
-        )
+        item["pending"] = [p.call_id for p in gov.runs.pending_calls(row.run_id)] \
+            if row.status is RunStatus.PARKED else []
         items.append(item)
     if args.json:
         print_json(items)
@@ -129,10 +111,8 @@ def _show(gov: Any, args: argparse.Namespace) -> int:
     row = gov.runs.get(args.run)
     info = _run_json(row)
     decisions = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
-    info["decisions"] = [
-        {"call_id": d.call_id, "decision": d.decision.value, "actor": d.actor, "reason": d.reason}
-        for d in decisions.values()
-    ]
+    info["decisions"] = [{"call_id": d.call_id, "decision": d.decision.value, "actor": d.actor,
+                          "reason": d.reason} for d in decisions.values()]
     info["pending"] = []
     if row.status is RunStatus.PARKED:
         snapshot = gov.runs.open_snapshot(row.run_id)
@@ -141,17 +121,11 @@ def _show(gov: Any, args: argparse.Namespace) -> int:
             if call.get("status") != "pending":
                 continue
             decided = decisions.get(call["id"])
-            info["pending"].append(
-                {
-                    "call_id": call["id"],
-                    "tool": call["tool_name"],
-                    "summary": call["summary"],
-                    "destructive": call["destructive"],
-                    "input": call.get("raw_input"),
-                    "input_digest": call["input_digest"],
-                    "decision": decided.decision.value if decided else None,
-                }
-            )
+            info["pending"].append({
+                "call_id": call["id"], "tool": call["tool_name"], "summary": call["summary"],
+                "destructive": call["destructive"], "input": call.get("raw_input"),
+                "input_digest": call["input_digest"],
+                "decision": decided.decision.value if decided else None})
     if args.json:
         print_json(info)
         return ExitCode.OK
@@ -172,22 +146,11 @@ def _decide(gov: Any, args: argparse.Namespace) -> int:
     if not args.actor.strip():
         raise UsageError("--actor needs a name")
     approve = args.runs_command == "approve"
-    fresh = decide_parked(
-        gov,
-        args.run,
-        args.call,
-        approve=approve,
-        actor=args.actor,
-        reason=getattr(args, "reason", None),
-    )
+    fresh = decide_parked(gov, args.run, args.call, approve=approve, actor=args.actor,
+                          reason=getattr(args, "reason", None))
     decision = "approved" if approve else "denied"
-    result = {
-        "run_id": args.run,
-        "call_id": args.call,
-        "decision": decision,
-        "actor": args.actor.strip(),
-        "already_recorded": not fresh,
-    }
+    result = {"run_id": args.run, "call_id": args.call, "decision": decision,
+              "actor": args.actor.strip(), "already_recorded": not fresh}
     if args.json:
         print_json(result)
     else:
@@ -202,10 +165,8 @@ def _current_digest(path: str) -> str:
     try:
         return digest_of_file(path)
     except (OSError, ThfError):
-        raise DocumentChanged(
-            f"the document {path} can no longer be read as a valid model; "
-            "the run cannot be resumed against it"
-        ) from None
+        raise DocumentChanged(f"the document {path} can no longer be read as a valid model; "
+                              "the run cannot be resumed against it") from None
 
 
 def _resume(gov: Any, args: argparse.Namespace) -> int:
@@ -213,9 +174,8 @@ def _resume(gov: Any, args: argparse.Namespace) -> int:
     snap = ticket.snapshot
     document = ThreatModel.model_validate(snap["document"])
     document_session = DocumentSession(document)
-    provider = make_provider(
-        snap["provider_name"], snap["model"], snap.get("base_url"), document_session
-    )
+    provider = make_provider(snap["provider_name"], snap["model"], snap.get("base_url"),
+                             document_session)
     from stockade.settings import read_settings
 
     loaded = read_settings()
@@ -223,11 +183,9 @@ def _resume(gov: Any, args: argparse.Namespace) -> int:
         print_error(loaded.problem)
     # Day and month limits are today's settings, not those in force when the run parked.
     wallet = loaded.settings.credits.budgets()
-    session = asyncio.run(
-        AssistantSession.resume(
-            gov, ticket, provider=provider, document_session=document_session, wallet=wallet
-        )
-    )
+    session = asyncio.run(AssistantSession.resume(gov, ticket, provider=provider,
+                                                  document_session=document_session,
+                                                  wallet=wallet))
     write = bool(snap.get("write_back"))
     from stockade.thf.reader import read_file
 
@@ -236,14 +194,11 @@ def _resume(gov: Any, args: argparse.Namespace) -> int:
     except ThfError as exc:
         # The file changed under the turn (deleted, or replaced by something invalid): nothing
         # is written over it; the run's own record of what it did is still printed.
-        print_error(
-            f"the document can no longer be read ({exc.message}); the turn's changes "
-            "were not written"
-        )
+        print_error(f"the document can no longer be read ({exc.message}); the turn's changes "
+                    "were not written")
         print_summary(session.summary(document_written=False), args.json)
         return ExitCode.FAILED
-    summary, code = settle_headless(
-        session, original=on_disk, write=write, state_phase=session.state.phase
-    )
+    summary, code = settle_headless(session, original=on_disk, write=write,
+                                    state_phase=session.state.phase)
     print_summary(summary, args.json)
     return code

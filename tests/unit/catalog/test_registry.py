@@ -32,21 +32,9 @@ def test_bundled_catalog_has_48_entries_of_which_45_are_active() -> None:
 
 
 def test_per_category_counts_include_deprecated() -> None:
-    counts = {
-        c: len(search_components(category=c, include_deprecated=True)) for c in CATEGORY_LABELS
-    }
-    assert counts == {
-        "generic": 1,
-        "annotations": 1,
-        "services": 6,
-        "databases": 9,
-        "messaging": 3,
-        "infrastructure": 5,
-        "security": 8,
-        "clients": 7,
-        "networking": 4,
-        "platform": 4,
-    }
+    counts = {c: len(search_components(category=c, include_deprecated=True)) for c in CATEGORY_LABELS}
+    assert counts == {"generic": 1, "annotations": 1, "services": 6, "databases": 9, "messaging": 3,
+                      "infrastructure": 5, "security": 8, "clients": 7, "networking": 4, "platform": 4}
 
 
 def test_variants_total_sixteen() -> None:
@@ -55,11 +43,7 @@ def test_variants_total_sixteen() -> None:
 
 def test_get_component_by_id_and_unknown_is_none() -> None:
     entry = get_component("sql_database")
-    assert (
-        entry is not None
-        and entry.label == "SQL Database"
-        and entry.stride_role is StrideRole.STORE
-    )
+    assert entry is not None and entry.label == "SQL Database" and entry.stride_role is StrideRole.STORE
     assert get_component("no_such_type") is None
     assert get_component("SQL_DATABASE") is None  # ids are exact
 
@@ -80,29 +64,19 @@ def test_stride_roles_follow_the_catalog() -> None:
 
 def test_provider_search_includes_entries_with_that_providers_variants() -> None:
     aws = [e.id for e in search_components(provider="aws")]
-    assert aws == [
-        "sql_database",
-        "nosql_database",
-        "object_storage",
-        "message_queue",
-        "event_bus",
-        "cdn",
-    ]
+    assert aws == ["sql_database", "nosql_database", "object_storage", "message_queue", "event_bus", "cdn"]
     assert search_components(provider="kubernetes") == []
 
 
 def test_query_matches_labels_keywords_and_variants_case_insensitively() -> None:
     assert [e.id for e in search_components("  POSTGRES ")] == ["sql_database"]
     assert "sql_database" in [e.id for e in search_components("Azure SQL")]
-    assert [e.id for e in search_components("cloud / platform")] == [
-        e.id for e in search_components(category="platform")
-    ]
+    assert [e.id for e in search_components("cloud / platform")] == [e.id for e in search_components(category="platform")]
 
 
 def test_category_and_provider_filters_combine() -> None:
     assert [e.id for e in search_components(category="databases", provider="gcp")] == [
-        e.id for e in search_components(provider="gcp") if e.category == "databases"
-    ]
+        e.id for e in search_components(provider="gcp") if e.category == "databases"]
 
 
 def test_categories_in_first_appearance_order_without_generic() -> None:
@@ -116,35 +90,13 @@ def test_read_tool_enums_match_the_catalog_slugs() -> None:
 
 def test_aliases_resolve_to_their_entry(tmp_path: Path) -> None:
     path = tmp_path / "catalog.json"
-    data = json.loads(
-        json.dumps(
-            {
-                "entries": [
-                    {
-                        "id": "generic",
-                        "label": "Generic",
-                        "category": "generic",
-                        "provider": "generic",
-                        "icon_id": "box",
-                        "shape": "rounded",
-                        "stride_role": "service",
-                        "status": "active",
-                    },
-                    {
-                        "id": "postgres_db",
-                        "label": "Postgres",
-                        "category": "databases",
-                        "provider": "generic",
-                        "icon_id": "database",
-                        "shape": "database",
-                        "stride_role": "store",
-                        "status": "active",
-                        "aliases": ["pg"],
-                    },
-                ]
-            }
-        )
-    )
+    data = json.loads(json.dumps({"entries": [
+        {"id": "generic", "label": "Generic", "category": "generic", "provider": "generic", "icon_id": "box",
+         "shape": "rounded", "stride_role": "service", "status": "active"},
+        {"id": "postgres_db", "label": "Postgres", "category": "databases", "provider": "generic",
+         "icon_id": "database", "shape": "database", "stride_role": "store", "status": "active",
+         "aliases": ["pg"]},
+    ]}))
     path.write_text(json.dumps(data), encoding="utf-8")
     catalog = load_catalog(path)
     assert catalog.get("pg") is catalog.get("postgres_db")
@@ -172,9 +124,7 @@ def test_aliases_resolve_to_their_entry(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_broken_catalog_files_fail_with_plain_messages(
-    tmp_path: Path, content: str, message: str
-) -> None:
+def test_broken_catalog_files_fail_with_plain_messages(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "catalog.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(CatalogError, match=message):

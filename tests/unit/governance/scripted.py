@@ -22,9 +22,8 @@ def text_reply(text: str, usage: tuple[int, int] = (1000, 50)) -> list[StreamEve
     return [MessageStart("m"), TextDelta(text), Usage(*usage), MessageStop(StopReason.END_TURN)]
 
 
-def tool_reply(
-    *calls: tuple[str, str, dict[str, Any]], usage: tuple[int, int] = (1000, 50)
-) -> list[StreamEvent]:
+def tool_reply(*calls: tuple[str, str, dict[str, Any]],
+               usage: tuple[int, int] = (1000, 50)) -> list[StreamEvent]:
     events: list[StreamEvent] = [MessageStart("m")]
     for call_id, name, args in calls:
         events += [ToolCallStart(call_id, name), ToolCallComplete(call_id, name, args)]
@@ -32,16 +31,9 @@ def tool_reply(
 
 
 def add_threat(title: str = "Token theft") -> dict[str, Any]:
-    return {
-        "action": "add_threat",
-        "threat": {
-            "title": title,
-            "category": "Spoofing",
-            "severity": "high",
-            "element": "app",
-            "description": "An attacker replays a stolen session token.",
-        },
-    }
+    return {"action": "add_threat", "threat": {
+        "title": title, "category": "Spoofing", "severity": "high", "element": "app",
+        "description": "An attacker replays a stolen session token."}}
 
 
 class ScriptedProvider:

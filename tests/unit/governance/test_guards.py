@@ -16,7 +16,7 @@ SECRETS = {
     "aws_access_key": "aws AKIAIOSFODNN7EXAMPLE creds",
     "github_token": "token ghp_" + "a1B2c3D4e5" * 4,
     "private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n"
-    "-----END OPENSSH PRIVATE KEY-----",
+                   "-----END OPENSSH PRIVATE KEY-----",
     "url_password": "connect to postgres://admin:s3cretPass@db.internal:5432/app",
     "bearer_token": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload",
     "high_entropy": "secret Zx9qL2mN8vB4cR7tY1uI3oP5aS6dF0gH2jK4 here",
@@ -27,28 +27,18 @@ SECRETS = {
 def test_each_secret_shape_is_found_and_redacted(name: str) -> None:
     result = scan(SECRETS[name])
     assert result.count >= 1 and REDACTED in result.text
-    for word in (
-        "s3cretPass",
-        "AKIAIOSFODNN7EXAMPLE",
-        "b3BlbnNzaC1r",
-        "eyJhbGciOi",
-        "Zx9qL2mN8vB4",
-        "sk-ant-api03",
-        "ghp_a1B2",
-    ):
+    for word in ("s3cretPass", "AKIAIOSFODNN7EXAMPLE", "b3BlbnNzaC1r", "eyJhbGciOi",
+                 "Zx9qL2mN8vB4", "sk-ant-api03", "ghp_a1B2"):
         assert word not in result.text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "The web server sends orders to the payment API over TLS.",
-        "sha256:" + "0f" * 32,
-        "550e8400-e29b-41d4-a716-446655440000",
-        "https://example.com/docs/threat-modeling",
-        "element_8f3a2b1c threat_WebServerToDatabaseConnection",
-    ],
-)
+@pytest.mark.parametrize("text", [
+    "The web server sends orders to the payment API over TLS.",
+    "sha256:" + "0f" * 32,
+    "550e8400-e29b-41d4-a716-446655440000",
+    "https://example.com/docs/threat-modeling",
+    "element_8f3a2b1c threat_WebServerToDatabaseConnection",
+])
 def test_ordinary_text_ids_and_digests_are_left_alone(text: str) -> None:
     assert scan(text).count == 0 and scan(text).text == text
 
@@ -74,8 +64,7 @@ def test_clean_prompts_are_reported_clean() -> None:
 
 def test_requests_are_redacted_in_system_text_and_tool_results_but_not_tool_calls() -> None:
     request = ChatRequest(
-        provider="anthropic",
-        model="m",
+        provider="anthropic", model="m",
         system="Document: db url postgres://u:hunter22@h/x",
         messages=(
             Message("user", (TextBlock("hi sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5"),)),
@@ -97,26 +86,21 @@ def test_the_output_guard_always_redacts() -> None:
 
 
 def test_an_unterminated_private_key_is_cut_without_eating_the_text_after_it() -> None:
-    text = (
-        '{"notes":"-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEA7\\nabc+/="}'
-        "\n<<<END_UNTRUSTED_DOCUMENT_DATA>>>"
-    )
+    text = ('{"notes":"-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEA7\\nabc+/="}'
+            "\n<<<END_UNTRUSTED_DOCUMENT_DATA>>>")
     result = scan(text)
     assert result.kinds == {"private_key": 1}
     assert "MIIEow" not in result.text
     assert result.text.endswith('"}\n<<<END_UNTRUSTED_DOCUMENT_DATA>>>')
 
 
-_PLANTED = [
-    "sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5",
-    "AKIAIOSFODNN7EXAMPLE",
-    "ghp_" + "a1B2c3D4e5" * 4,
-    "Zx9qL2mN8vB4cR7tY1uI3oP5aS6dF0gH2jK4",
-]
+_PLANTED = ["sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5", "AKIAIOSFODNN7EXAMPLE",
+            "ghp_" + "a1B2c3D4e5" * 4, "Zx9qL2mN8vB4cR7tY1uI3oP5aS6dF0gH2jK4"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(before=st.text(max_size=60), after=st.text(max_size=60), planted=st.sampled_from(_PLANTED))
+@given(before=st.text(max_size=60), after=st.text(max_size=60),
+       planted=st.sampled_from(_PLANTED))
 def test_a_planted_secret_never_survives_whatever_surrounds_it(
     before: str, after: str, planted: str
 ) -> None:

@@ -14,14 +14,8 @@ DAY_MS = 86_400_000
 
 
 def _reserve(ledger: Ledger, run: str, credits: int, budgets: CreditBudgets) -> Hold | LimitRefusal:
-    return ledger.reserve(
-        run_id=run,
-        provider="anthropic",
-        model="m",
-        credits=credits,
-        estimated=credits // 2,
-        budgets=budgets,
-    )
+    return ledger.reserve(run_id=run, provider="anthropic", model="m", credits=credits,
+                          estimated=credits // 2, budgets=budgets)
 
 
 def test_a_hold_that_fits_the_turn_budget_is_granted(ledger: Ledger) -> None:
@@ -123,16 +117,12 @@ def test_budgets_must_be_whole_non_negative_credits() -> None:
 
 _step = st.tuples(
     st.integers(min_value=0, max_value=400),  # reservation asked for
-    st.one_of(
-        st.none(), st.integers(min_value=0, max_value=800)
-    ),  # priced usage (None: unreported)
+    st.one_of(st.none(), st.integers(min_value=0, max_value=800)),  # priced usage (None: unreported)
     st.booleans(),  # request failed
 )
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(budget=st.integers(min_value=0, max_value=2000), steps=st.lists(_step, max_size=25))
 def test_spend_never_exceeds_the_budget_and_the_ledger_always_balances(
     ledger: Ledger, clock: FakeClock, budget: int, steps: list[tuple[int, int | None, bool]]
@@ -142,9 +132,8 @@ def test_spend_never_exceeds_the_budget_and_the_ledger_always_balances(
     run_id = f"run-{clock.now}"
     budgets = CreditBudgets(per_turn=budget, per_day=budget + 500, per_month=budget + 900)
     for ask, usage, failed in steps:
-        hold = ledger.reserve(
-            run_id=run_id, provider="p", model="m", credits=ask, estimated=0, budgets=budgets
-        )
+        hold = ledger.reserve(run_id=run_id, provider="p", model="m", credits=ask,
+                              estimated=0, budgets=budgets)
         if isinstance(hold, LimitRefusal):
             assert hold.committed + ask > hold.allowed
             continue

@@ -16,13 +16,9 @@ PRICE = ModelPrice("anthropic/claude-sonnet-5", Fraction(3), Fraction(15), Fract
 
 
 def _request(text: str, max_tokens: int = 1000) -> ChatRequest:
-    return ChatRequest(
-        provider="anthropic",
-        model="claude-sonnet-5",
-        system="sys",
-        messages=(Message("user", (TextBlock(text),)),),
-        max_output_tokens=max_tokens,
-    )
+    return ChatRequest(provider="anthropic", model="claude-sonnet-5", system="sys",
+                       messages=(Message("user", (TextBlock(text),)),),
+                       max_output_tokens=max_tokens)
 
 
 def test_input_bound_counts_utf8_bytes_not_characters() -> None:
@@ -34,13 +30,9 @@ def test_input_bound_counts_utf8_bytes_not_characters() -> None:
 
 def test_bound_covers_tool_calls_results_and_tool_specs() -> None:
     request = ChatRequest(
-        provider="anthropic",
-        model="m",
-        system="",
-        messages=(
-            Message("assistant", (ToolCallBlock("c1", "add_threat", {"title": "x" * 50}),)),
-            Message("user", (ToolResultBlock("c1", "y" * 70),)),
-        ),
+        provider="anthropic", model="m", system="",
+        messages=(Message("assistant", (ToolCallBlock("c1", "add_threat", {"title": "x" * 50}),)),
+                  Message("user", (ToolResultBlock("c1", "y" * 70),))),
         tools=(ToolSpec("add_threat", "d" * 30, {"type": "object"}),),
     )
     size = request_size(request)

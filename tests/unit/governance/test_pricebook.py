@@ -17,12 +17,9 @@ from stockade.governance.pricebook import (
 )
 
 LISTED = [
-    ("anthropic", "claude-opus-4-8"),
-    ("anthropic", "claude-sonnet-5"),
-    ("anthropic", "claude-haiku-4-5-20251001"),
-    ("openai", "gpt-5.6-sol"),
-    ("openai", "gpt-5.6-terra"),
-    ("openai", "gpt-5.6-luna"),
+    ("anthropic", "claude-opus-4-8"), ("anthropic", "claude-sonnet-5"),
+    ("anthropic", "claude-haiku-4-5-20251001"), ("openai", "gpt-5.6-sol"),
+    ("openai", "gpt-5.6-terra"), ("openai", "gpt-5.6-luna"),
 ]
 
 
@@ -65,16 +62,10 @@ def test_negative_token_counts_are_rejected() -> None:
 
 
 def test_a_prices_file_in_the_data_folder_overrides_rows(stockade_home: Path) -> None:
-    (stockade_home / "prices.json").write_text(
-        json.dumps(
-            {
-                "models": {
-                    "anthropic/claude-sonnet-5": {"input": "9", "output": "9", "cached_input": "9"},
-                    "local/my-model": {"input": "0.5", "output": "1", "cached_input": "0"},
-                }
-            }
-        )
-    )
+    (stockade_home / "prices.json").write_text(json.dumps({"models": {
+        "anthropic/claude-sonnet-5": {"input": "9", "output": "9", "cached_input": "9"},
+        "local/my-model": {"input": "0.5", "output": "1", "cached_input": "0"},
+    }}))
     book = load_price_book()
     assert book.price_for("anthropic", "claude-sonnet-5").input == 9
     assert book.price_for("local", "my-model").input == Fraction(1, 2)
@@ -85,7 +76,8 @@ def test_a_malformed_price_row_is_a_clear_error() -> None:
     with pytest.raises(PriceBookError, match="lacks output"):
         PriceBook.from_json({"models": {"a/b": {"input": "1", "cached_input": "1"}}})
     with pytest.raises(PriceBookError, match="not a number"):
-        PriceBook.from_json({"models": {"a/b": {"input": "x", "output": "1", "cached_input": "1"}}})
+        PriceBook.from_json({"models": {"a/b": {"input": "x", "output": "1",
+                                                "cached_input": "1"}}})
 
 
 def test_every_model_in_the_model_list_has_a_price_row() -> None:

@@ -17,31 +17,21 @@ from stockade.store.runs import Decision, PendingCallRow, RunStatus
 from tests.unit.governance.conftest import DictSecrets, FakeClock
 
 DOC = "sha256:" + "d" * 64
-PENDING = [
-    PendingCallRow("call-1", 0, "add_threat", "sha256:" + "1" * 64, False),
-    PendingCallRow("call-2", 1, "delete_element", "sha256:" + "2" * 64, True),
-]
+PENDING = [PendingCallRow("call-1", 0, "add_threat", "sha256:" + "1" * 64, False),
+           PendingCallRow("call-2", 1, "delete_element", "sha256:" + "2" * 64, True)]
 
 
 @pytest.fixture
-def runs(
-    db: Database, trajectory: Trajectory, ledger: Ledger, secrets: DictSecrets, clock: FakeClock
-) -> RunStates:
+def runs(db: Database, trajectory: Trajectory, ledger: Ledger, secrets: DictSecrets,
+         clock: FakeClock) -> RunStates:
     return RunStates(db, trajectory, ledger, SnapshotKeys(secrets), clock)
 
 
 def _parked(runs: RunStates, run_id: str = "run-1") -> str:
-    runs.start(
-        run_id,
-        document_path="/tmp/model.thf",
-        document_digest=DOC,
-        provider="offline",
-        model="stride-rules",
-        payload={"provider": "offline"},
-    )
-    runs.park(
-        run_id, snapshot={"runner": {"messages": ["hello"]}}, document_digest=DOC, pending=PENDING
-    )
+    runs.start(run_id, document_path="/tmp/model.thf", document_digest=DOC,
+               provider="offline", model="stride-rules", payload={"provider": "offline"})
+    runs.park(run_id, snapshot={"runner": {"messages": ["hello"]}}, document_digest=DOC,
+              pending=PENDING)
     return run_id
 
 
@@ -60,9 +50,8 @@ def test_park_stores_a_sealed_snapshot_and_pending_calls(runs: RunStates, db: Da
     assert runs.open_snapshot(run_id)["runner"] == {"messages": ["hello"]}
 
 
-def test_decisions_record_the_actor_and_are_idempotent(
-    runs: RunStates, trajectory: Trajectory
-) -> None:
+def test_decisions_record_the_actor_and_are_idempotent(runs: RunStates,
+                                                       trajectory: Trajectory) -> None:
     run_id = _parked(runs)
     first = runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
     again = runs.decide(run_id, "call-1", Decision.APPROVED, "bob")
@@ -88,9 +77,8 @@ def test_decisions_need_an_actor_a_known_run_and_a_pending_call(runs: RunStates)
         runs.decide(run_id, "call-9", Decision.APPROVED, "alice")
 
 
-def test_the_deny_reason_reaches_the_audit_only_as_a_digest(
-    runs: RunStates, trajectory: Trajectory
-) -> None:
+def test_the_deny_reason_reaches_the_audit_only_as_a_digest(runs: RunStates,
+                                                            trajectory: Trajectory) -> None:
     run_id = _parked(runs)
     runs.decide(run_id, "call-2", Decision.DENIED, "alice", "too risky")
     denied = next(e for e in trajectory.events(run_id) if e.kind == "tool.denied")
@@ -117,9 +105,7 @@ def test_resume_then_claim_moves_the_run_to_running_once(runs: RunStates) -> Non
     row = runs.get(run_id)
     assert row.status is RunStatus.RUNNING and row.claimed and not row.has_snapshot
     assert {d.call_id: d.decision for d in first.decisions} == {
-        "call-1": Decision.APPROVED,
-        "call-2": Decision.DENIED,
-    }
+        "call-1": Decision.APPROVED, "call-2": Decision.DENIED}
     with pytest.raises(ConflictError):
         runs.prepare_resume(run_id, lambda _path: DOC)
 
@@ -171,18 +157,12 @@ def test_parking_twice_without_a_resume_is_a_conflict(runs: RunStates) -> None:
         runs.park(run_id, snapshot={}, document_digest=DOC, pending=PENDING)
 
 
-def test_finish_releases_open_holds_and_clears_the_snapshot(
-    runs: RunStates, ledger: Ledger
-) -> None:
-    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m", payload={})
-    hold = ledger.reserve(
-        run_id="r",
-        provider="p",
-        model="m",
-        credits=50,
-        estimated=5,
-        budgets=CreditBudgets(per_turn=100),
-    )
+def test_finish_releases_open_holds_and_clears_the_snapshot(runs: RunStates,
+                                                             ledger: Ledger) -> None:
+    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    hold = ledger.reserve(run_id="r", provider="p", model="m", credits=50, estimated=5,
+                          budgets=CreditBudgets(per_turn=100))
     assert isinstance(hold, Hold)
     runs.finish("r", outcome="failed", reason="provider")
     totals = ledger.totals("r")
@@ -193,7 +173,8 @@ def test_finish_releases_open_holds_and_clears_the_snapshot(
 def test_finishing_a_run_that_is_already_closed_is_refused_and_records_nothing(
     runs: RunStates, trajectory: Trajectory
 ) -> None:
-    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m", payload={})
+    runs.start("r", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
     runs.finish("r", outcome="completed", reason=None)
     events = len(trajectory.events("r"))
     with pytest.raises(ConflictError, match="already closed"):
@@ -206,11 +187,12 @@ def test_recovery_releases_holds_left_without_a_running_run_and_keeps_live_ones(
     runs: RunStates, ledger: Ledger
 ) -> None:
     budgets = CreditBudgets(per_turn=100)
-    runs.start("live", document_path="/x", document_digest=DOC, provider="p", model="m", payload={})
-    ledger.reserve(run_id="live", provider="p", model="m", credits=30, estimated=5, budgets=budgets)
-    ledger.reserve(
-        run_id="no-row", provider="p", model="m", credits=40, estimated=5, budgets=budgets
-    )
+    runs.start("live", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    ledger.reserve(run_id="live", provider="p", model="m", credits=30, estimated=5,
+                   budgets=budgets)
+    ledger.reserve(run_id="no-row", provider="p", model="m", credits=40, estimated=5,
+                   budgets=budgets)
     assert runs.recover_interrupted() == []
     assert ledger.totals("no-row").open_count == 0
     assert ledger.totals("no-row").released == 40
@@ -220,24 +202,16 @@ def test_recovery_releases_holds_left_without_a_running_run_and_keeps_live_ones(
 def test_a_run_whose_process_died_is_marked_interrupted_and_its_holds_released(
     runs: RunStates, db: Database, ledger: Ledger, trajectory: Trajectory
 ) -> None:
-    runs.start("dead", document_path="/x", document_digest=DOC, provider="p", model="m", payload={})
-    ledger.reserve(
-        run_id="dead",
-        provider="p",
-        model="m",
-        credits=70,
-        estimated=5,
-        budgets=CreditBudgets(per_turn=100),
-    )
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    runs.start("dead", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
+    ledger.reserve(run_id="dead", provider="p", model="m", credits=70, estimated=5,
+                   budgets=CreditBudgets(per_turn=100))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
     with db.write() as conn:
         conn.execute("UPDATE run SET owner_pid = ? WHERE run_id = 'dead'", (int(gone.stdout),))
-    runs.start("mine", document_path="/x", document_digest=DOC, provider="p", model="m", payload={})
+    runs.start("mine", document_path="/x", document_digest=DOC, provider="p", model="m",
+               payload={})
     assert runs.recover_interrupted() == ["dead"]
     assert runs.get("dead").status is RunStatus.INTERRUPTED
     assert runs.get("mine").status is RunStatus.RUNNING

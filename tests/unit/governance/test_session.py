@@ -42,28 +42,13 @@ def gov(stockade_home: Path, secrets: DictSecrets) -> Any:
     governance.close()
 
 
-def _session(
-    gov: Governance,
-    provider: ScriptedProvider,
-    *,
-    budgets: CreditBudgets = BIG,
-    approve: ApprovePolicy = ApprovePolicy.READ,
-    policy: GuardPolicy = GuardPolicy.REDACT,
-    limits: TurnLimits | None = None,
-    model: str = "claude-sonnet-5",
-) -> AssistantSession:
+def _session(gov: Governance, provider: ScriptedProvider, *, budgets: CreditBudgets = BIG,
+             approve: ApprovePolicy = ApprovePolicy.READ, policy: GuardPolicy = GuardPolicy.REDACT,
+             limits: TurnLimits | None = None, model: str = "claude-sonnet-5") -> AssistantSession:
     return AssistantSession.create(
-        gov,
-        document_session=DocumentSession(read_file(MODEL_FILE)),
-        document_path=MODEL_FILE,
-        provider=provider,
-        provider_name="anthropic",
-        model=model,
-        limits=limits,
-        budgets=budgets,
-        guard_policy=policy,
-        approve=approve,
-    )
+        gov, document_session=DocumentSession(read_file(MODEL_FILE)), document_path=MODEL_FILE,
+        provider=provider, provider_name="anthropic", model=model, limits=limits,
+        budgets=budgets, guard_policy=policy, approve=approve)
 
 
 def _kinds(gov: Governance, run_id: str) -> list[str]:
@@ -85,14 +70,8 @@ def test_a_text_turn_completes_metered_and_audited(gov: Governance) -> None:
     assert summary.usage == {"input_tokens": 1000, "output_tokens": 50}
     # $3/MTok in + $15/MTok out: 30 + 8 (7.5 rounded up) credits
     assert summary.credits_spent == 38
-    assert _kinds(gov, session.run_id) == [
-        "run.started",
-        "guard.decision",
-        "model.request",
-        "model.usage",
-        "turn.settled",
-        "run.finished",
-    ]
+    assert _kinds(gov, session.run_id) == ["run.started", "guard.decision", "model.request",
+                                           "model.usage", "turn.settled", "run.finished"]
     request_event = gov.trajectory.events(session.run_id)[2]
     assert request_event.payload["reserved_credits"] >= request_event.payload["estimated_credits"]
     assert gov.runs.get(session.run_id).status is RunStatus.FINISHED
@@ -113,12 +92,12 @@ def test_a_model_without_a_price_is_refused_before_anything_runs(gov: Governance
 
 
 def test_a_turn_stops_bounded_by_credits_and_never_overspends(gov: Governance) -> None:
-    provider = ScriptedProvider(tool_reply(("c1", "get_document_summary", {})), text_reply("done"))
+    provider = ScriptedProvider(tool_reply(("c1", "get_document_summary", {})),
+                                text_reply("done"))
     probe = _session(gov, ScriptedProvider(text_reply("x")))
     asyncio.run(probe.start("summarize"))
-    first_hold = next(
-        e for e in gov.trajectory.events(probe.run_id) if e.kind == "model.request"
-    ).payload["reserved_credits"]
+    first_hold = next(e for e in gov.trajectory.events(probe.run_id)
+                      if e.kind == "model.request").payload["reserved_credits"]
     budget = first_hold + 10  # room for one request, not two
     session = _session(gov, provider, budgets=CreditBudgets(per_turn=budget))
     asyncio.run(session.start("summarize"))
@@ -130,9 +109,8 @@ def test_a_turn_stops_bounded_by_credits_and_never_overspends(gov: Governance) -
 
 
 def test_the_iteration_bound_stops_a_model_that_never_finishes(gov: Governance) -> None:
-    provider = ScriptedProvider(
-        *[tool_reply((f"c{i}", "get_document_summary", {})) for i in range(5)]
-    )
+    provider = ScriptedProvider(*[tool_reply((f"c{i}", "get_document_summary", {}))
+                                  for i in range(5)])
     session = _session(gov, provider, limits=TurnLimits(max_iterations=2))
     asyncio.run(session.start("loop"))
     summary = session.summary()
@@ -147,9 +125,8 @@ def test_a_blocked_secret_stops_the_turn_before_any_request_or_spend(gov: Govern
     summary = session.summary()
     assert summary.outcome == "bounded" and summary.reason == "guard"
     assert provider.requests == [] and summary.credits_spent == 0
-    guard_events = [
-        e.payload for e in gov.trajectory.events(session.run_id) if e.kind == "guard.decision"
-    ]
+    guard_events = [e.payload for e in gov.trajectory.events(session.run_id)
+                    if e.kind == "guard.decision"]
     assert [g["action"] for g in guard_events] == ["blocked", "blocked"]  # prompt, request
     assert "AKIA" not in str(guard_events)
 
@@ -164,9 +141,8 @@ def test_redacted_secrets_never_reach_the_provider(gov: Governance) -> None:
     assert session.summary().text == f"ok, key {REDACTED} noted"  # output guard
 
 
-def test_a_failing_audit_append_stops_the_turn(
-    gov: Governance, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failing_audit_append_stops_the_turn(gov: Governance,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from stockade.governance.trajectory import Trajectory, TrajectoryError
 
     provider = ScriptedProvider(tool_reply(("c1", "add_threat", add_threat())), text_reply("x"))
@@ -187,9 +163,8 @@ def test_a_failing_audit_append_stops_the_turn(
 
 
 def test_mutate_policy_approves_safe_mutations_and_runs_them(gov: Governance) -> None:
-    provider = ScriptedProvider(
-        tool_reply(("c1", "add_threat", add_threat())), text_reply("Added one threat.")
-    )
+    provider = ScriptedProvider(tool_reply(("c1", "add_threat", add_threat())),
+                                text_reply("Added one threat."))
     session = _session(gov, provider, approve=ApprovePolicy.MUTATE)
     asyncio.run(session.start("add a threat"))
     summary = session.summary()
@@ -201,9 +176,8 @@ def test_mutate_policy_approves_safe_mutations_and_runs_them(gov: Governance) ->
 
 
 def test_deny_policy_denies_every_mutation(gov: Governance) -> None:
-    provider = ScriptedProvider(
-        tool_reply(("c1", "add_threat", add_threat())), text_reply("Understood.")
-    )
+    provider = ScriptedProvider(tool_reply(("c1", "add_threat", add_threat())),
+                                text_reply("Understood."))
     session = _session(gov, provider, approve=ApprovePolicy.DENY)
     asyncio.run(session.start("add a threat"))
     summary = session.summary()
@@ -224,17 +198,10 @@ def _park(gov: Governance, calls: tuple[tuple[str, str, dict[str, Any]], ...]) -
 DESTRUCTIVE = ("c9", "delete_element", {"action": "delete_element", "id": "app"})
 
 
-def test_parked_run_is_listed_and_resumed_after_approval(
-    gov: Governance, secrets: DictSecrets
-) -> None:
-    run_id = _park(
-        gov,
-        (
-            ("c1", "add_threat", add_threat()),
-            ("c2", "add_threat", add_threat("Second")),
-            DESTRUCTIVE,
-        ),
-    )
+def test_parked_run_is_listed_and_resumed_after_approval(gov: Governance,
+                                                          secrets: DictSecrets) -> None:
+    run_id = _park(gov, (("c1", "add_threat", add_threat()),
+                         ("c2", "add_threat", add_threat("Second")), DESTRUCTIVE))
     listed = parked_runs(gov, str(MODEL_FILE))
     assert [p["call_id"] for p in listed[0]["pending"]] == ["c9"]
     assert decide_parked(gov, run_id, "c9", approve=False, actor="alice", reason="keep app")
@@ -248,10 +215,7 @@ def test_parked_run_is_listed_and_resumed_after_approval(
         summary = session.summary()
         assert summary.outcome == "completed"
         assert {c["id"]: c["status"] for c in summary.calls} == {
-            "c1": "succeeded",
-            "c2": "succeeded",
-            "c9": "denied",
-        }
+            "c1": "succeeded", "c2": "succeeded", "c9": "denied"}
         titles = {t.title for t in session.document_session.document.threats}
         assert titles == {"Token theft", "Second"}
         kinds = _kinds(fresh, run_id)
@@ -288,9 +252,8 @@ def test_the_turn_budget_spans_park_and_resume(gov: Governance) -> None:
     spent_before = gov.ledger.spent_for_run(run_id)
     decide_parked(gov, run_id, "c9", approve=False, actor="alice")
     ticket = AssistantSession.prepare_resume(gov, run_id)
-    session = asyncio.run(
-        AssistantSession.resume(gov, ticket, provider=ScriptedProvider(text_reply("fine")))
-    )
+    session = asyncio.run(AssistantSession.resume(
+        gov, ticket, provider=ScriptedProvider(text_reply("fine"))))
     assert session.summary().credits_spent > spent_before > 0
     assert session.budgets == BIG
 
@@ -300,8 +263,7 @@ def test_document_digest_survives_the_snapshot_round_trip(gov: Governance) -> No
 
     document = read_file(MODEL_FILE)
     again = ThreatModel.model_validate(
-        document.model_dump(mode="json", by_alias=True, exclude_none=True)
-    )
+        document.model_dump(mode="json", by_alias=True, exclude_none=True))
     assert document_digest(again) == document_digest(document)
 
 
@@ -309,10 +271,7 @@ def test_a_failed_request_is_refunded(gov: Governance) -> None:
     from stockade.protocol.errors import ErrorCode, ProtocolError
     from stockade.protocol.events import MessageStart, StreamError
 
-    failing = [
-        MessageStart("m"),
-        StreamError(ProtocolError(ErrorCode.HTTP_STATUS, "boom", status=500)),
-    ]
+    failing = [MessageStart("m"), StreamError(ProtocolError(ErrorCode.HTTP_STATUS, "boom", status=500))]
     session = _session(gov, ScriptedProvider(failing))
     asyncio.run(session.start("hello"))
     summary = session.summary()
@@ -325,11 +284,8 @@ def test_a_failed_request_is_refunded(gov: Governance) -> None:
 def test_reported_usage_above_the_reservation_is_charged_at_the_reservation(
     gov: Governance,
 ) -> None:
-    session = _session(
-        gov,
-        ScriptedProvider(text_reply("big", usage=(50_000_000, 9_000_000))),
-        limits=TurnLimits(reserve_output_tokens=100),
-    )
+    session = _session(gov, ScriptedProvider(text_reply("big", usage=(50_000_000, 9_000_000))),
+                       limits=TurnLimits(reserve_output_tokens=100))
     asyncio.run(session.start("hello"))
     hold = gov.db.read().execute("SELECT reserved, settled, actual FROM reservation").fetchone()
     assert hold[1] == hold[0] < hold[2]
@@ -343,14 +299,9 @@ def test_time_spent_parked_does_not_count_against_the_turn_deadline(gov: Governa
     decide_parked(gov, run_id, "c9", approve=False, actor="alice")
     ticket = AssistantSession.prepare_resume(gov, run_id)
     ten_days_later = 10 * 86_400_000
-    session = asyncio.run(
-        AssistantSession.resume(
-            gov,
-            ticket,
-            provider=ScriptedProvider(text_reply("fine")),
-            clock_ms=lambda: time.time_ns() // 1_000_000 + ten_days_later,
-        )
-    )
+    session = asyncio.run(AssistantSession.resume(
+        gov, ticket, provider=ScriptedProvider(text_reply("fine")),
+        clock_ms=lambda: time.time_ns() // 1_000_000 + ten_days_later))
     assert session.summary().outcome == "completed"
 
 
@@ -360,7 +311,8 @@ def test_an_absurd_tool_name_from_the_model_is_audited_as_a_digest(gov: Governan
     session = _session(gov, provider)
     asyncio.run(session.start("hi"))
     assert session.summary().outcome == "completed"
-    proposed = next(e for e in gov.trajectory.events(session.run_id) if e.kind == "tool.proposed")
+    proposed = next(e for e in gov.trajectory.events(session.run_id)
+                    if e.kind == "tool.proposed")
     assert proposed.payload["tool"].startswith("sha256:")
 
 

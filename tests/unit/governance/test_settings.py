@@ -41,8 +41,12 @@ def test_a_corrupt_file_falls_back_to_defaults_and_is_kept_aside(stockade_home: 
     assert result.moved_to is not None and result.moved_to.read_text() == "{not json"
 
 
-@pytest.mark.parametrize("text", ['{"version": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000])
-def test_json_past_the_parser_limits_falls_back_to_defaults(stockade_home: Path, text: str) -> None:
+@pytest.mark.parametrize(
+    "text", ['{"version": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000]
+)
+def test_json_past_the_parser_limits_falls_back_to_defaults(
+    stockade_home: Path, text: str
+) -> None:
     (stockade_home / "settings.json").write_text(text)
     result = read_settings()
     assert result.settings == Settings()
@@ -66,9 +70,8 @@ def test_recent_files_keep_ten_newest_first_without_repeats() -> None:
 
 
 def test_turn_limits_and_budgets_come_from_settings() -> None:
-    settings = Settings.model_validate(
-        {"limits": {"max_iterations": 3}, "credits": {"per_turn": 500, "per_day": None}}
-    )
+    settings = Settings.model_validate({"limits": {"max_iterations": 3},
+                                        "credits": {"per_turn": 500, "per_day": None}})
     limits = settings.turn_limits()
     assert limits.max_iterations == 3 and limits.credit_budget == 500
     assert settings.turn_limits(credit_budget=42).credit_budget == 42

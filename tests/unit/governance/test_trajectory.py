@@ -33,31 +33,13 @@ def test_events_chain_from_genesis(trajectory: Trajectory) -> None:
 
 
 def test_event_hash_equals_canonical_json_digest(trajectory: Trajectory) -> None:
-    event = trajectory.append(
-        "r", EventKind.TOOL_PROPOSED, {"call_id": "c1", "tool": "add_threat", "é": [1, True, None]}
-    )
-    envelope = {
-        "seq": event.seq,
-        "run_id": "r",
-        "run_seq": 0,
-        "kind": "tool.proposed",
-        "at_ms": event.at_ms,
-        "payload": event.payload,
-        "prev_hash": event.prev_hash,
-    }
+    event = trajectory.append("r", EventKind.TOOL_PROPOSED,
+                              {"call_id": "c1", "tool": "add_threat", "é": [1, True, None]})
+    envelope = {"seq": event.seq, "run_id": "r", "run_seq": 0, "kind": "tool.proposed",
+                "at_ms": event.at_ms, "payload": event.payload, "prev_hash": event.prev_hash}
     assert event.hash == digest(envelope)
-    assert (
-        event_hash(
-            event.seq,
-            "r",
-            0,
-            "tool.proposed",
-            event.at_ms,
-            canonical_json(event.payload),
-            event.prev_hash,
-        )
-        == event.hash
-    )
+    assert event_hash(event.seq, "r", 0, "tool.proposed", event.at_ms,
+                      canonical_json(event.payload), event.prev_hash) == event.hash
 
 
 def test_run_seq_counts_per_run_while_seq_is_global(trajectory: Trajectory) -> None:
@@ -152,26 +134,13 @@ def test_an_append_that_cannot_get_the_write_lock_raises_trajectory_error(db: Da
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    run_id=st.text(min_size=1, max_size=30),
-    kind=st.text(min_size=1, max_size=20),
-    prev=st.text(max_size=80),
-    seq=st.integers(0, 2**40),
-    at_ms=st.integers(0, 2**45),
-)
+@given(run_id=st.text(min_size=1, max_size=30), kind=st.text(min_size=1, max_size=20),
+       prev=st.text(max_size=80), seq=st.integers(0, 2**40), at_ms=st.integers(0, 2**45))
 def test_event_hash_matches_canonical_json_for_any_strings(
     run_id: str, kind: str, prev: str, seq: int, at_ms: int
 ) -> None:
     payload = {"name": run_id, "n": seq}
-    envelope = {
-        "seq": seq,
-        "run_id": run_id,
-        "run_seq": 3,
-        "kind": kind,
-        "at_ms": at_ms,
-        "payload": payload,
-        "prev_hash": prev,
-    }
-    assert event_hash(seq, run_id, 3, kind, at_ms, canonical_json(payload), prev) == digest(
-        envelope
-    )
+    envelope = {"seq": seq, "run_id": run_id, "run_seq": 3, "kind": kind, "at_ms": at_ms,
+                "payload": payload, "prev_hash": prev}
+    assert event_hash(seq, run_id, 3, kind, at_ms, canonical_json(payload), prev) == \
+        digest(envelope)

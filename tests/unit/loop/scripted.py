@@ -44,11 +44,9 @@ class ScriptedProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
-        script = (
-            self.scripts.pop(0)
-            if self.scripts
-            else [StreamError(ProtocolError(ErrorCode.HTTP_STATUS, "unscripted request"))]
-        )
+        script = self.scripts.pop(0) if self.scripts else [
+            StreamError(ProtocolError(ErrorCode.HTTP_STATUS, "unscripted request"))
+        ]
         try:
             for step in script:
                 if isinstance(step, Stall):
@@ -90,9 +88,7 @@ class RecordingHooks:
         self.requests = 0
         self.settled: list[tuple[RequestPermit, Any, bool]] = []
 
-    async def before_request(
-        self, request: ChatRequest, iteration: int
-    ) -> RequestPermit | RequestRefused:
+    async def before_request(self, request: ChatRequest, iteration: int) -> RequestPermit | RequestRefused:
         self.requests += 1
         if self.refuse is not None:
             return self.refuse

@@ -71,17 +71,13 @@ def test_auth_02b_unknown_call_id_is_refused_no_grant() -> None:
 def test_auth_03_grant_for_another_digest_is_refused_digest_mismatch() -> None:
     call = record(digest="d-current")
     grant = grant_for_call(record(digest="d-approved"), 1)
-    assert authorize_start(executing((call,), (grant,)), "toolu_1") == Refused(
-        Violation.DIGEST_MISMATCH
-    )
+    assert authorize_start(executing((call,), (grant,)), "toolu_1") == Refused(Violation.DIGEST_MISMATCH)
 
 
 def test_grant_for_another_tool_is_refused_digest_mismatch() -> None:
     call = record()
     grant = Grant("toolu_1", "read_thing", "d1", GrantScope.CALL, 1)
-    assert authorize_start(executing((call,), (grant,)), "toolu_1") == Refused(
-        Violation.DIGEST_MISMATCH
-    )
+    assert authorize_start(executing((call,), (grant,)), "toolu_1") == Refused(Violation.DIGEST_MISMATCH)
 
 
 def test_auth_04_grant_from_another_iteration_is_refused_foreign_iteration() -> None:
@@ -128,9 +124,7 @@ def test_auth_09_batch_grants_follow_the_given_order() -> None:
 
 
 def test_batch_grant_refuses_a_destructive_record() -> None:
-    destructive = CallRecord(
-        "x", "delete_thing", "d", "s", ToolEffect.MUTATE, True, 1, CallStatus.PENDING
-    )
+    destructive = CallRecord("x", "delete_thing", "d", "s", ToolEffect.MUTATE, True, 1, CallStatus.PENDING)
     with pytest.raises(ValueError, match="destructive"):
         grant_for_batch([destructive], 1)
 
@@ -158,18 +152,13 @@ def test_auth_13_is_denied_matches_only_the_exact_pair() -> None:
     assert not is_denied(denials, "read_thing", "d1")
 
 
-def test_auth_14_every_production_read_tool_auto_grants_and_every_mutating_tool_is_refused() -> (
-    None
-):
+def test_auth_14_every_production_read_tool_auto_grants_and_every_mutating_tool_is_refused() -> None:
     tools = default_registry().list()
     reads = [t for t in tools if t.effect is ToolEffect.READ]
     mutating = [t for t in tools if t.effect is ToolEffect.MUTATE]
     assert len(reads) == 4 and len(mutating) == 12
     for tool in reads:
-        assert (
-            auto_grant_read_only(tool, call_id="c", input_digest="d", iteration=1).scope
-            is GrantScope.AUTO
-        )
+        assert auto_grant_read_only(tool, call_id="c", input_digest="d", iteration=1).scope is GrantScope.AUTO
     for tool in mutating:
         with pytest.raises(ValueError, match="mutating tool"):
             auto_grant_read_only(tool, call_id="c", input_digest="d", iteration=1)
@@ -177,13 +166,7 @@ def test_auth_14_every_production_read_tool_auto_grants_and_every_mutating_tool_
 
 def test_violation_set_holds_every_reference_code() -> None:
     assert {v.value for v in Violation} >= {
-        "no_grant",
-        "digest_mismatch",
-        "foreign_iteration",
-        "grant_already_consumed",
-        "unknown_tool",
-        "denied_replay",
-        "limit_exceeded",
-        "duplicate_call_id",
+        "no_grant", "digest_mismatch", "foreign_iteration", "grant_already_consumed",
+        "unknown_tool", "denied_replay", "limit_exceeded", "duplicate_call_id",
         "post_settlement_event",
     }

@@ -28,13 +28,10 @@ def test_defaults_match_the_design() -> None:
 
 
 @pytest.mark.parametrize(
-    "field",
-    ["max_iterations", "max_tool_calls_per_turn", "max_retries", "deadline_ms", "credit_budget"],
+    "field", ["max_iterations", "max_tool_calls_per_turn", "max_retries", "deadline_ms", "credit_budget"]
 )
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, "3"])
-def test_non_positive_or_non_integer_limit_is_refused_naming_the_field(
-    field: str, value: object
-) -> None:
+def test_non_positive_or_non_integer_limit_is_refused_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(TurnLimitsError, match=field):
         TurnLimits(**{field: value})  # type: ignore[arg-type]
 
@@ -52,9 +49,7 @@ def test_limits_round_trip_through_json_and_unknown_keys_are_refused() -> None:
 
 
 def test_exhaustion_is_checked_in_the_fixed_order() -> None:
-    limits = TurnLimits(
-        max_iterations=2, max_tool_calls_per_turn=2, max_retries=2, deadline_ms=10, credit_budget=5
-    )
+    limits = TurnLimits(max_iterations=2, max_tool_calls_per_turn=2, max_retries=2, deadline_ms=10, credit_budget=5)
     everything = TurnBudget(2, 2, 2, 0, 5)
     assert budget_exhaustion(everything, limits, 10) is BoundKind.ITERATIONS
     assert budget_exhaustion(TurnBudget(1, 2, 2, 0, 5), limits, 10) is BoundKind.TOOL_CALLS
@@ -75,9 +70,7 @@ def test_without_a_credit_budget_credits_never_bound() -> None:
 
 
 @pytest.mark.parametrize("kind", list(BoundKind))
-def test_every_bounded_notice_says_committed_changes_were_kept_and_can_be_undone(
-    kind: BoundKind,
-) -> None:
+def test_every_bounded_notice_says_committed_changes_were_kept_and_can_be_undone(kind: BoundKind) -> None:
     text = bounded_notice(kind)
     assert "stay in the document" in text
     assert "undo" in text

@@ -11,38 +11,13 @@ import pytest
 import stockade
 
 PACKAGE = Path(stockade.__file__).resolve().parent
-READ_TOOL_MODULES = [
-    "tools/read_tools.py",
-    "tools/untrusted.py",
-    "tools/canonical.py",
-    "tools/schema.py",
-    "tools/registry.py",
-    "tools/runtime.py",
-]
+READ_TOOL_MODULES = ["tools/read_tools.py", "tools/untrusted.py", "tools/canonical.py", "tools/schema.py",
+                     "tools/registry.py", "tools/runtime.py"]
 FORBIDDEN = (
-    "os",
-    "sys",
-    "socket",
-    "subprocess",
-    "sqlite3",
-    "shutil",
-    "pathlib",
-    "keyring",
-    "platformdirs",
-    "PySide6",
-    "qasync",
-    "httpx",
-    "anthropic",
-    "openai",
-    "stockade.store",
-    "stockade.secrets",
-    "stockade.providers",
-    "stockade.governance",
-    "stockade.ui",
-    "stockade.cli",
-    "stockade.paths",
-    "stockade.settings",
-    "stockade.loop",
+    "os", "sys", "socket", "subprocess", "sqlite3", "shutil", "pathlib", "keyring", "platformdirs",
+    "PySide6", "qasync", "httpx", "anthropic", "openai", "stockade.store", "stockade.secrets",
+    "stockade.providers", "stockade.governance", "stockade.ui", "stockade.cli", "stockade.paths",
+    "stockade.settings", "stockade.loop",
 )
 
 
@@ -58,9 +33,7 @@ def imported_modules(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("module", READ_TOOL_MODULES)
-def test_read_tool_modules_import_nothing_that_reaches_storage_keys_or_the_environment(
-    module: str,
-) -> None:
+def test_read_tool_modules_import_nothing_that_reaches_storage_keys_or_the_environment(module: str) -> None:
     imports = imported_modules(PACKAGE / module)
     bad = sorted(m for m in imports if any(m == f or m.startswith(f + ".") for f in FORBIDDEN))
     assert bad == []
@@ -68,6 +41,4 @@ def test_read_tool_modules_import_nothing_that_reaches_storage_keys_or_the_envir
 
 def test_the_import_scan_sees_imports() -> None:
     # Control: the scanner finds the imports this very file makes.
-    assert "ast" in imported_modules(Path(__file__)) and "pytest" in imported_modules(
-        Path(__file__)
-    )
+    assert "ast" in imported_modules(Path(__file__)) and "pytest" in imported_modules(Path(__file__))

@@ -99,11 +99,7 @@ def test_tm03_denial_is_sticky_for_identical_input_across_iterations(generic: To
     d.apply(Advance(10))
     d.stream_calls([("c2", "add_thing", {"name": "A"}), ("c3", "add_thing", {"name": "B"})])
     c2, c3 = d.state.call("c2"), d.state.call("c3")
-    assert (
-        c2 is not None
-        and c2.status is CallStatus.DENIED
-        and c2.denial_reason is DenialReason.USER_DECLINED
-    )
+    assert c2 is not None and c2.status is CallStatus.DENIED and c2.denial_reason is DenialReason.USER_DECLINED
     assert c3 is not None and c3.status is CallStatus.PENDING
 
 
@@ -112,11 +108,7 @@ def test_tm04_deny_records_one_sticky_denial(generic: ToolSet) -> None:
     d.stream_calls([("c1", "add_thing", {"name": "A"})])
     d.apply(DenyCall("c1"))
     call = d.state.call("c1")
-    assert (
-        call is not None
-        and call.status is CallStatus.DENIED
-        and call.denial_reason is DenialReason.USER_DECLINED
-    )
+    assert call is not None and call.status is CallStatus.DENIED and call.denial_reason is DenialReason.USER_DECLINED
     assert len(d.state.denials) == 1
 
 
@@ -132,10 +124,7 @@ def test_tm05_batch_by_id_excludes_destructive_and_unlisted(generic: ToolSet) ->
     )
     d.apply(ApproveBatch(("c1", "c2", "c3")))
     assert statuses(d.state) == {
-        "c1": CallStatus.APPROVED,
-        "c2": CallStatus.APPROVED,
-        "c3": CallStatus.PENDING,
-        "c4": CallStatus.PENDING,
+        "c1": CallStatus.APPROVED, "c2": CallStatus.APPROVED, "c3": CallStatus.PENDING, "c4": CallStatus.PENDING,
     }
 
 
@@ -159,11 +148,7 @@ def test_tm08_unknown_tool_fails_with_a_violation(generic: ToolSet) -> None:
     d = Driver(generic)
     d.apply(MessageStart("m"), ToolCallComplete("c1", "nope", {}))
     call = d.state.call("c1")
-    assert (
-        call is not None
-        and call.status is CallStatus.FAILED
-        and "no tool named" in (call.result or "")
-    )
+    assert call is not None and call.status is CallStatus.FAILED and "no tool named" in (call.result or "")
     assert [v.violation for v in d.state.violations] == [Violation.UNKNOWN_TOOL]
 
 
@@ -250,11 +235,7 @@ def test_tm15_per_iteration_cap_denies_without_preparing() -> None:
         ToolCallComplete("c3", "add_thing", {"name": "C"}),
     )
     c3 = d.state.call("c3")
-    assert (
-        c3 is not None
-        and c3.status is CallStatus.DENIED
-        and c3.denial_reason is DenialReason.LIMIT_EXCEEDED
-    )
+    assert c3 is not None and c3.status is CallStatus.DENIED and c3.denial_reason is DenialReason.LIMIT_EXCEEDED
     assert c3.result == "Not run: this turn has already made as many tool calls as it is allowed."
     assert len(add.prepare_calls) == 2
     assert [v.violation for v in d.state.violations] == [Violation.LIMIT_EXCEEDED]
@@ -318,9 +299,7 @@ def test_approve_and_deny_of_unknown_or_decided_calls_change_nothing(generic: To
     assert d.state is before
 
 
-def test_start_refused_for_a_pending_call_leaves_it_pending_and_records_why(
-    generic: ToolSet,
-) -> None:
+def test_start_refused_for_a_pending_call_leaves_it_pending_and_records_why(generic: ToolSet) -> None:
     d = Driver(generic)
     d.stream_calls([("c1", "add_thing", {"name": "A"}), ("r1", "read_thing", {"q": "x"})])
     d.apply(DenyCall("c1"))
@@ -430,9 +409,7 @@ def test_credits_for_the_final_request_are_accepted_after_settlement(generic: To
 
 def test_deadline_timer_settles_bounded_mid_stream(generic: ToolSet) -> None:
     d = Driver(generic, TurnLimits(deadline_ms=1000))
-    d.apply(
-        MessageStart("m"), ToolCallComplete("c1", "add_thing", {"name": "A"}), CheckDeadline(999)
-    )
+    d.apply(MessageStart("m"), ToolCallComplete("c1", "add_thing", {"name": "A"}), CheckDeadline(999))
     assert d.state.phase is TurnPhase.STREAMING
     d.apply(CheckDeadline(1000))
     assert (d.state.outcome, d.state.reason) == (TurnOutcome.BOUNDED, "deadline")
@@ -443,9 +420,7 @@ def test_stop_turn_fails_with_the_runner_message(generic: ToolSet) -> None:
     d = Driver(generic)
     d.apply(StopTurn("audit unavailable", reason="hook_failed"))
     assert (d.state.outcome, d.state.reason, d.state.notice) == (
-        TurnOutcome.FAILED,
-        "hook_failed",
-        "audit unavailable",
+        TurnOutcome.FAILED, "hook_failed", "audit unavailable",
     )
 
 
@@ -466,9 +441,7 @@ def test_retry_after_the_deadline_fails_the_turn(generic: ToolSet) -> None:
 # ---------------------------------------------------------------- deliberate fixes
 
 
-def test_fix_a_approved_twin_of_a_denied_input_is_settled_failed_not_left_runnable(
-    generic: ToolSet,
-) -> None:
+def test_fix_a_approved_twin_of_a_denied_input_is_settled_failed_not_left_runnable(generic: ToolSet) -> None:
     d = Driver(generic)
     d.stream_calls([("c1", "add_thing", {"name": "A"}), ("c2", "add_thing", {"name": "A"})])
     d.apply(DenyCall("c1"), ApproveCall("c2"))
@@ -487,18 +460,14 @@ def test_fix_b_content_without_message_start_still_counts_against_the_iteration_
     d = Driver(generic_tools(), TurnLimits(max_iterations=2))
     for n in (1, 2):
         # No message_start at all: the first call opens the message implicitly.
-        d.apply(
-            ToolCallComplete(f"r{n}", "read_thing", {"q": str(n)}), MessageStop(StopReason.TOOL_USE)
-        )
+        d.apply(ToolCallComplete(f"r{n}", "read_thing", {"q": str(n)}), MessageStop(StopReason.TOOL_USE))
         d.apply(StartCall(f"r{n}"), CallSettled(f"r{n}", ToolOk("r")), Advance(n))
     assert (d.state.outcome, d.state.reason) == (TurnOutcome.BOUNDED, "iterations")
     assert d.requesting_entries() == 2
     assert Violation.STREAM_WITHOUT_START in [v.violation for v in d.state.violations]
 
 
-def test_fix_b_stream_that_ends_with_no_message_fails_instead_of_re_requesting(
-    generic: ToolSet,
-) -> None:
+def test_fix_b_stream_that_ends_with_no_message_fails_instead_of_re_requesting(generic: ToolSet) -> None:
     d = Driver(generic)
     d.apply(StreamEnded())
     assert (d.state.outcome, d.state.reason) == (TurnOutcome.FAILED, "empty_stream")
@@ -512,9 +481,7 @@ def test_truncated_stream_fails_and_pairs_open_calls(generic: ToolSet) -> None:
     assert check_tool_pairing(d.state.messages) == []
 
 
-def test_fix_c_malformed_notice_does_not_fail_and_the_dropped_call_is_answered(
-    generic: ToolSet,
-) -> None:
+def test_fix_c_malformed_notice_does_not_fail_and_the_dropped_call_is_answered(generic: ToolSet) -> None:
     notice = StreamError(ProtocolError(ErrorCode.MALFORMED_STREAM, "bad arguments"))
     d = Driver(generic)
     d.apply(
@@ -540,10 +507,7 @@ def test_fix_c_malformed_notice_does_not_fail_and_the_dropped_call_is_answered(
 
 def test_fix_c_a_stream_ending_malformed_error_still_fails(generic: ToolSet) -> None:
     d = Driver(generic)
-    d.apply(
-        MessageStart("m"),
-        StreamError(ProtocolError(ErrorCode.MALFORMED_STREAM, "cut"), ends_stream=True),
-    )
+    d.apply(MessageStart("m"), StreamError(ProtocolError(ErrorCode.MALFORMED_STREAM, "cut"), ends_stream=True))
     assert d.state.outcome is TurnOutcome.FAILED
 
 

@@ -90,9 +90,7 @@ def test_run01_cancel_mid_execution_discards_the_outcome() -> None:
             return ToolOk("hijacked", hijacked)
 
         tools = ToolSet([FakeTool("add_thing", run=slow)])
-        runner, provider, session, _ = make_runner(
-            [calls_reply(("c1", "add_thing", {"name": "A"}))], registry=tools
-        )
+        runner, provider, session, _ = make_runner([calls_reply(("c1", "add_thing", {"name": "A"}))], registry=tools)
         live = session.document
         state = await runner.submit("go")
         assert state.phase is TurnPhase.AWAITING_APPROVAL
@@ -112,9 +110,7 @@ def test_run01_cancel_mid_execution_discards_the_outcome() -> None:
 def test_run02_prepare_failure_reaches_the_model_as_one_error_result() -> None:
     runner, provider, _, _ = make_runner(
         [
-            calls_reply(
-                ("c1", "add_element", {"action": "add_element", "element": {"type": "process"}})
-            ),
+            calls_reply(("c1", "add_element", {"action": "add_element", "element": {"type": "process"}})),
             text_reply("Sorry, fixed."),
         ]
     )
@@ -132,9 +128,7 @@ def test_run03_read_only_turn_never_pauses_and_changes_nothing() -> None:
     live = session.document
     state = run(runner.submit("what is there?"))
     assert state.outcome is TurnOutcome.COMPLETED
-    assert all(
-        s.kind is not StepKind.TOOL_APPROVED or s.payload["scope"] == "auto" for s in hooks.steps
-    )
+    assert all(s.kind is not StepKind.TOOL_APPROVED or s.payload["scope"] == "auto" for s in hooks.steps)
     assert state.call("r1").status is CallStatus.SUCCEEDED  # type: ignore[union-attr]
     assert [g.scope for g in state.grants] == [GrantScope.AUTO]
     assert check_tool_pairing(provider.requests[1].messages) == []
@@ -150,9 +144,7 @@ def test_run04_empty_tool_set_sends_no_tools() -> None:
 
 def test_run05_context_overflow_after_a_commit_keeps_it_and_one_undo_restores() -> None:
     overflow = StreamError(ProtocolError(ErrorCode.CONTEXT_OVERFLOW, "too long"))
-    runner, _, session, _ = make_runner(
-        [calls_reply(("c1", "add_element", add("Cache"))), [overflow]]
-    )
+    runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("Cache"))), [overflow]])
     pre_turn = session.document
 
     async def scenario() -> None:
@@ -168,33 +160,20 @@ def test_run05_context_overflow_after_a_commit_keeps_it_and_one_undo_restores() 
 
 
 def test_run06_turn_retry_recovers_once_then_gives_up_at_the_ceiling() -> None:
-    runner, provider, _, _ = make_runner(
-        [[RATE], text_reply("ok")], limits=TurnLimits(max_retries=2)
-    )
+    runner, provider, _, _ = make_runner([[RATE], text_reply("ok")], limits=TurnLimits(max_retries=2))
     state = run(runner.submit("hi"))
-    assert (state.outcome, len(provider.requests), state.budget.retries_used) == (
-        TurnOutcome.COMPLETED,
-        2,
-        1,
-    )
+    assert (state.outcome, len(provider.requests), state.budget.retries_used) == (TurnOutcome.COMPLETED, 2, 1)
 
     runner, provider, _, _ = make_runner([[RATE], [RATE], [RATE]], limits=TurnLimits(max_retries=2))
     state = run(runner.submit("hi"))
-    assert (state.outcome, len(provider.requests), state.budget.retries_used) == (
-        TurnOutcome.FAILED,
-        3,
-        2,
-    )
+    assert (state.outcome, len(provider.requests), state.budget.retries_used) == (TurnOutcome.FAILED, 3, 2)
     assert state.error is not None and state.error.code is ErrorCode.RATE_LIMITED
 
 
 def test_run07_twin_calls_deny_one_approve_other_terminates() -> None:
     tools = ToolSet([FakeTool("add_thing")])
     runner, provider, _, _ = make_runner(
-        [
-            calls_reply(("c1", "add_thing", {"name": "A"}), ("c2", "add_thing", {"name": "A"})),
-            text_reply("ok"),
-        ],
+        [calls_reply(("c1", "add_thing", {"name": "A"}), ("c2", "add_thing", {"name": "A"})), text_reply("ok")],
         registry=tools,
     )
 
@@ -212,41 +191,25 @@ def test_run07_twin_calls_deny_one_approve_other_terminates() -> None:
 def test_fix_b_runner_empty_stream_fails_after_exactly_one_request() -> None:
     runner, provider, _, _ = make_runner([[]])
     state = run(runner.submit("hi"))
-    assert (state.outcome, state.reason, len(provider.requests)) == (
-        TurnOutcome.FAILED,
-        "empty_stream",
-        1,
-    )
+    assert (state.outcome, state.reason, len(provider.requests)) == (TurnOutcome.FAILED, "empty_stream", 1)
 
 
 def test_fix_c_runner_dropped_call_is_answered_and_the_turn_continues() -> None:
     notice = StreamError(ProtocolError(ErrorCode.MALFORMED_STREAM, "bad arguments"))
     runner, provider, _, _ = make_runner(
         [
-            [
-                MessageStart("m"),
-                ToolCallStart("t1", "add_element"),
-                notice,
-                MessageStop(StopReason.TOOL_USE),
-            ],
+            [MessageStart("m"), ToolCallStart("t1", "add_element"), notice, MessageStop(StopReason.TOOL_USE)],
             text_reply("retrying later"),
         ]
     )
     state = run(runner.submit("hi"))
     assert state.outcome is TurnOutcome.COMPLETED
-    results = [
-        b
-        for m in provider.requests[1].messages
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    ]
+    results = [b for m in provider.requests[1].messages for b in m.content if isinstance(b, ToolResultBlock)]
     assert [(r.tool_call_id, r.is_error) for r in results] == [("t1", True)]
 
 
 def test_fix_d_runner_retries_on_the_last_permitted_iteration() -> None:
-    runner, provider, _, _ = make_runner(
-        [[RATE], text_reply("ok")], limits=TurnLimits(max_iterations=1)
-    )
+    runner, provider, _, _ = make_runner([[RATE], text_reply("ok")], limits=TurnLimits(max_iterations=1))
     state = run(runner.submit("hi"))
     assert state.outcome is TurnOutcome.COMPLETED and len(provider.requests) == 2
 
@@ -281,9 +244,7 @@ def test_deadline_is_enforced_while_a_tool_runs() -> None:
 
 
 def test_steps_are_recorded_in_order_with_digests_only() -> None:
-    runner, _, _, hooks = make_runner(
-        [calls_reply(("c1", "add_element", add("Cache"))), text_reply("Done.")]
-    )
+    runner, _, _, hooks = make_runner([calls_reply(("c1", "add_element", add("Cache"))), text_reply("Done.")])
 
     async def scenario() -> None:
         await runner.submit("add a cache")
@@ -291,23 +252,14 @@ def test_steps_are_recorded_in_order_with_digests_only() -> None:
 
     run(scenario())
     assert hooks.kinds() == [
-        StepKind.MODEL_REQUEST,
-        StepKind.TOOL_PROPOSED,
-        StepKind.MODEL_USAGE,
-        StepKind.TOOL_APPROVED,
-        StepKind.TOOL_STARTED,
-        StepKind.DOCUMENT_COMMITTED,
-        StepKind.TOOL_RESULT,
-        StepKind.MODEL_REQUEST,
-        StepKind.MODEL_USAGE,
-        StepKind.TURN_SETTLED,
+        StepKind.MODEL_REQUEST, StepKind.TOOL_PROPOSED, StepKind.MODEL_USAGE,
+        StepKind.TOOL_APPROVED, StepKind.TOOL_STARTED, StepKind.DOCUMENT_COMMITTED, StepKind.TOOL_RESULT,
+        StepKind.MODEL_REQUEST, StepKind.MODEL_USAGE, StepKind.TURN_SETTLED,
     ]
     approved = hooks.steps[3].payload
     assert (approved["actor"], approved["scope"], approved["call_id"]) == ("alice", "call", "c1")
     committed = hooks.steps[5].payload
-    assert committed["document_before"].startswith("sha256:") and committed[
-        "document_after"
-    ].startswith("sha256:")
+    assert committed["document_before"].startswith("sha256:") and committed["document_after"].startswith("sha256:")
     text = json.dumps([s.payload for s in hooks.steps])
     assert "Cache" not in text and "add a cache" not in text  # only ids, names, counts and digests
 
@@ -326,10 +278,7 @@ def test_chained_commits_link_their_digests_and_digest_each_document_once(
     real_digest = runner_module.document_digest
     monkeypatch.setattr(runner_module, "document_digest", counting)
     runner, _, session, hooks = make_runner(
-        [
-            calls_reply(("c1", "add_element", add("A")), ("c2", "add_element", add("B"))),
-            text_reply("ok"),
-        ]
+        [calls_reply(("c1", "add_element", add("A")), ("c2", "add_element", add("B"))), text_reply("ok")]
     )
     pre_turn = session.document
 
@@ -358,9 +307,7 @@ def test_hook_failure_stops_the_turn_before_the_tool_runs() -> None:
 
     tools = ToolSet([FakeTool("read_thing", effect=ToolEffect.READ, fields=("q",), run=tracked)])
     hooks = RecordingHooks(fail_on=StepKind.TOOL_STARTED)
-    runner, _, _, _ = make_runner(
-        [calls_reply(("r1", "read_thing", {"q": "x"}))], registry=tools, hooks=hooks
-    )
+    runner, _, _, _ = make_runner([calls_reply(("r1", "read_thing", {"q": "x"}))], registry=tools, hooks=hooks)
     state = run(runner.submit("hi"))
     assert (state.outcome, state.reason) == (TurnOutcome.FAILED, "hook_failed")
     assert "could not be written" in (state.notice or "")
@@ -386,8 +333,7 @@ def test_refused_request_is_never_sent_and_settles_bounded() -> None:
 def test_credits_reported_after_each_request_are_charged_to_the_budget() -> None:
     hooks = RecordingHooks(credits_per_request=7)
     runner, _, _, _ = make_runner(
-        [calls_reply(("r1", "search_entities", {"kind": "elements"})), text_reply("ok")],
-        hooks=hooks,
+        [calls_reply(("r1", "search_entities", {"kind": "elements"})), text_reply("ok")], hooks=hooks
     )
     state = run(runner.submit("hi"))
     assert state.budget.credits_spent == 14
@@ -414,9 +360,7 @@ def test_a_tool_that_raises_fails_its_call_with_an_authored_message(log_guard: A
         raise RuntimeError("internal detail")
 
     tools = ToolSet([FakeTool("read_thing", effect=ToolEffect.READ, fields=("q",), run=broken)])
-    runner, _provider, _, _ = make_runner(
-        [calls_reply(("r1", "read_thing", {"q": "x"})), text_reply("ok")], registry=tools
-    )
+    runner, _provider, _, _ = make_runner([calls_reply(("r1", "read_thing", {"q": "x"})), text_reply("ok")], registry=tools)
     state = run(runner.submit("hi"))
     call = state.call("r1")
     assert call is not None and call.status is CallStatus.FAILED
@@ -424,9 +368,7 @@ def test_a_tool_that_raises_fails_its_call_with_an_authored_message(log_guard: A
 
 
 def test_denied_call_is_never_started_and_is_recorded_with_actor_and_reason() -> None:
-    runner, _, session, hooks = make_runner(
-        [calls_reply(("c1", "add_element", add("A"))), text_reply("ok")]
-    )
+    runner, _, session, hooks = make_runner([calls_reply(("c1", "add_element", add("A"))), text_reply("ok")])
     live = session.document
 
     async def scenario() -> None:
@@ -443,11 +385,7 @@ def test_denied_call_is_never_started_and_is_recorded_with_actor_and_reason() ->
 def test_approve_batch_uses_only_the_captured_ids() -> None:
     runner, _, _session, _ = make_runner(
         [
-            calls_reply(
-                ("c1", "add_element", add("A")),
-                ("c2", "add_element", add("B")),
-                ("c3", "delete_element", {"action": "delete_element", "id": "web-app"}),
-            ),
+            calls_reply(("c1", "add_element", add("A")), ("c2", "add_element", add("B")), ("c3", "delete_element", {"action": "delete_element", "id": "web-app"})),
             text_reply("ok"),
         ]
     )
@@ -456,19 +394,13 @@ def test_approve_batch_uses_only_the_captured_ids() -> None:
         await runner.submit("go")
         state = await runner.approve_batch(["c1", "c3"])
         assert state.phase is TurnPhase.AWAITING_APPROVAL
-        assert [c.status for c in state.calls] == [
-            CallStatus.APPROVED,
-            CallStatus.PENDING,
-            CallStatus.PENDING,
-        ]
+        assert [c.status for c in state.calls] == [CallStatus.APPROVED, CallStatus.PENDING, CallStatus.PENDING]
 
     run(scenario())
 
 
 def test_runner_resumes_a_snapshot_and_continues_the_same_turn() -> None:
-    runner, _, session, _ = make_runner(
-        [calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(max_iterations=4)
-    )
+    runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(max_iterations=4))
     waiting = run(runner.submit("go"))
     data = json.loads(json.dumps(runner.snapshot()))
 
@@ -500,13 +432,8 @@ def test_undo_of_a_resumed_turn_reverts_and_marks_only_what_it_committed_after_t
     elsewhere = DocumentSession(parked)
     hooks = RecordingHooks()
     resumed = TurnRunner.resume(
-        data,
-        ScriptedProvider([text_reply("done")]),
-        default_registry(),
-        elsewhere,
-        hooks=hooks,
-        clock_ms=lambda: 0,
-        request_check=None,
+        data, ScriptedProvider([text_reply("done")]), default_registry(), elsewhere,
+        hooks=hooks, clock_ms=lambda: 0, request_check=None,
     )
 
     async def finish_and_undo() -> None:
@@ -529,18 +456,14 @@ def test_resume_refuses_a_snapshot_whose_input_was_altered() -> None:
     data = runner.snapshot()
     data["turn"]["calls"][0]["raw_input"] = add("Something else")
     with pytest.raises(SnapshotError, match="no longer matches"):
-        TurnRunner.resume(
-            data, ScriptedProvider([]), default_registry(), session, request_check=None
-        )
+        TurnRunner.resume(data, ScriptedProvider([]), default_registry(), session, request_check=None)
 
 
 def test_resume_refuses_a_snapshot_naming_a_missing_tool() -> None:
     runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
     run(runner.submit("go"))
     with pytest.raises(SnapshotError, match="not available"):
-        TurnRunner.resume(
-            runner.snapshot(), ScriptedProvider([]), ToolSet(), session, request_check=None
-        )
+        TurnRunner.resume(runner.snapshot(), ScriptedProvider([]), ToolSet(), session, request_check=None)
 
 
 def test_system_prompt_may_be_built_from_the_live_document() -> None:
@@ -553,14 +476,8 @@ def test_system_prompt_may_be_built_from_the_live_document() -> None:
     provider = ScriptedProvider([text_reply("hi")])
     session = DocumentSession(base_model())
     runner = TurnRunner(
-        provider,
-        ToolSet(),
-        session,
-        model="m",
-        provider_name="scripted",
-        system_prompt=prompt,
-        clock_ms=lambda: 0,
-        request_check=None,
+        provider, ToolSet(), session, model="m", provider_name="scripted", system_prompt=prompt,
+        clock_ms=lambda: 0, request_check=None,
     )
     run(runner.submit("hi"))
     assert provider.requests[0].system == "1 elements" and seen == [session.document]
@@ -588,17 +505,13 @@ def test_time_spent_waiting_for_approval_does_not_count_against_the_deadline() -
 def test_the_wait_survives_a_snapshot_and_resume() -> None:
     now = [0]
     runner, _, session, _ = make_runner(
-        [calls_reply(("c1", "add_element", add("A")))],
-        limits=TurnLimits(deadline_ms=1000),
-        clock=lambda: now[0],
+        [calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(deadline_ms=1000), clock=lambda: now[0]
     )
     run(runner.submit("go"))
     data = json.loads(json.dumps(runner.snapshot()))
     now[0] = 3_600_000  # parked for an hour
     provider = ScriptedProvider([text_reply("done")])
-    resumed = TurnRunner.resume(
-        data, provider, default_registry(), session, clock_ms=lambda: now[0], request_check=None
-    )
+    resumed = TurnRunner.resume(data, provider, default_registry(), session, clock_ms=lambda: now[0], request_check=None)
     state = run(resumed.approve_call("c1"))
     assert state.outcome is TurnOutcome.COMPLETED
 
@@ -631,9 +544,7 @@ def test_cancel_while_governance_decides_releases_the_reservation_and_sends_noth
     assert [failed for _, _, failed in hooks.settled] == [True]
 
 
-def test_a_system_prompt_that_raises_stops_the_turn_with_an_authored_message(
-    log_guard: Any,
-) -> None:
+def test_a_system_prompt_that_raises_stops_the_turn_with_an_authored_message(log_guard: Any) -> None:
     log_guard.expect("building the provider request failed")
 
     def broken(document: ThreatModel) -> str:
@@ -641,23 +552,15 @@ def test_a_system_prompt_that_raises_stops_the_turn_with_an_authored_message(
 
     provider = ScriptedProvider([text_reply("hi")])
     runner = TurnRunner(
-        provider,
-        ToolSet(),
-        DocumentSession(base_model()),
-        model="m",
-        provider_name="scripted",
-        system_prompt=broken,
-        clock_ms=lambda: 0,
-        request_check=None,
+        provider, ToolSet(), DocumentSession(base_model()), model="m", provider_name="scripted",
+        system_prompt=broken, clock_ms=lambda: 0, request_check=None,
     )
     state = run(runner.submit("hi"))
     assert (state.outcome, state.reason) == (TurnOutcome.FAILED, "request_failed")
     assert provider.requests == []
 
 
-def test_state_observer_sees_every_transition_and_its_failure_does_not_break_the_turn(
-    log_guard: Any,
-) -> None:
+def test_state_observer_sees_every_transition_and_its_failure_does_not_break_the_turn(log_guard: Any) -> None:
     log_guard.expect("observer raised")
     seen: list[TurnPhase] = []
 
@@ -667,14 +570,8 @@ def test_state_observer_sees_every_transition_and_its_failure_does_not_break_the
 
     provider = ScriptedProvider([text_reply("hi")])
     runner = TurnRunner(
-        provider,
-        ToolSet(),
-        DocumentSession(base_model()),
-        model="m",
-        provider_name="scripted",
-        clock_ms=lambda: 0,
-        request_check=None,
-        on_state=observer,
+        provider, ToolSet(), DocumentSession(base_model()), model="m", provider_name="scripted",
+        clock_ms=lambda: 0, request_check=None, on_state=observer,
     )
     state = run(runner.submit("hi"))
     assert state.outcome is TurnOutcome.COMPLETED

@@ -28,22 +28,13 @@ def through_text(state: TurnState, tools: ToolSet) -> TurnState:
 
 def test_waiting_turn_round_trips_exactly_and_calls_are_runnable_again(generic: ToolSet) -> None:
     d = Driver(generic)
-    d.stream_calls(
-        [
-            ("c1", "add_thing", {"name": "A"}),
-            ("c2", "add_thing", {"name": "B"}),
-            ("r1", "read_thing", {"q": "x"}),
-        ]
-    )
+    d.stream_calls([("c1", "add_thing", {"name": "A"}), ("c2", "add_thing", {"name": "B"}), ("r1", "read_thing", {"q": "x"})])
     d.apply(DenyCall("c2"))
     waiting = d.state
     assert waiting.phase is TurnPhase.AWAITING_APPROVAL
     loaded = through_text(waiting, generic)
     assert loaded == waiting
-    assert all(
-        (c.prepared is None) == (w.prepared is None)
-        for c, w in zip(loaded.calls, waiting.calls, strict=True)
-    )
+    assert all((c.prepared is None) == (w.prepared is None) for c, w in zip(loaded.calls, waiting.calls, strict=True))
     from stockade.loop.reducer import reduce_turn
 
     assert reduce_turn(loaded, ApproveCall("c1")) == reduce_turn(waiting, ApproveCall("c1"))
@@ -52,12 +43,8 @@ def test_waiting_turn_round_trips_exactly_and_calls_are_runnable_again(generic: 
 def test_streaming_turn_with_text_and_open_calls_round_trips(generic: ToolSet) -> None:
     d = Driver(generic)
     d.apply(
-        MessageStart("m"),
-        TextDelta("Hello "),
-        TextDelta("there"),
-        ToolCallStart("c9", "add_thing"),
-        ToolCallComplete("c1", "add_thing", {"name": "A"}),
-        TextDelta("more"),
+        MessageStart("m"), TextDelta("Hello "), TextDelta("there"), ToolCallStart("c9", "add_thing"),
+        ToolCallComplete("c1", "add_thing", {"name": "A"}), TextDelta("more"),
         StreamError(ProtocolError(ErrorCode.MALFORMED_STREAM, "bad frame")),
     )
     assert through_text(d.state, generic) == d.state
@@ -73,9 +60,7 @@ def test_streaming_turn_with_text_and_open_calls_round_trips(generic: ToolSet) -
         (lambda data: data.pop("grants"), "damaged"),
     ],
 )
-def test_untrustworthy_snapshots_are_refused_with_a_plain_message(
-    generic: ToolSet, mutate: Any, message: str
-) -> None:
+def test_untrustworthy_snapshots_are_refused_with_a_plain_message(generic: ToolSet, mutate: Any, message: str) -> None:
     d = Driver(generic)
     d.stream_calls([("c1", "add_thing", {"name": "A"})])
     data = json.loads(json.dumps(turn_to_json(d.state)))

@@ -34,14 +34,8 @@ def canon(model: ThreatModel) -> str:
     return canonical_json(model.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def commit(
-    session: DocumentSession,
-    outcome: object,
-    ledger: TurnUndoLedger,
-    *,
-    expected: ThreatModel | None = None,
-    effect: ToolEffect = ToolEffect.MUTATE,
-) -> object:
+def commit(session: DocumentSession, outcome: object, ledger: TurnUndoLedger, *, expected: ThreatModel | None = None,
+           effect: ToolEffect = ToolEffect.MUTATE) -> object:
     return commit_tool_outcome(
         outcome,  # type: ignore[arg-type]
         expected=expected if expected is not None else session.document,
@@ -62,9 +56,7 @@ def test_tx01_tool_error_is_refused_and_changes_nothing() -> None:
 def test_tx02_read_tool_returning_a_document_is_refused() -> None:
     session = DocumentSession(base_model())
     live = session.document
-    result = commit(
-        session, ToolOk("r", with_element(live, "x")), TurnUndoLedger(), effect=ToolEffect.READ
-    )
+    result = commit(session, ToolOk("r", with_element(live, "x")), TurnUndoLedger(), effect=ToolEffect.READ)
     assert isinstance(result, Refused) and result.reason is RefusalReason.READ_TOOL_MUTATED
     assert session.document is live
 
@@ -74,12 +66,7 @@ def test_tx03_document_changed_under_the_call_is_refused_and_the_user_edit_stays
     read_by_call = session.document
     users = with_element(read_by_call, "user-edit")
     session.apply_edit(users, "Add element")
-    result = commit(
-        session,
-        ToolOk("added", with_element(read_by_call, "a")),
-        TurnUndoLedger(),
-        expected=read_by_call,
-    )
+    result = commit(session, ToolOk("added", with_element(read_by_call, "a")), TurnUndoLedger(), expected=read_by_call)
     assert isinstance(result, Refused) and result.reason is RefusalReason.DOCUMENT_CHANGED
     assert session.document is users
 
@@ -87,9 +74,7 @@ def test_tx03_document_changed_under_the_call_is_refused_and_the_user_edit_stays
 def test_tx03b_an_equal_but_different_object_still_counts_as_changed() -> None:
     session = DocumentSession(base_model())
     copy = session.document.model_copy()
-    result = commit(
-        session, ToolOk("added", with_element(copy, "a")), TurnUndoLedger(), expected=copy
-    )
+    result = commit(session, ToolOk("added", with_element(copy, "a")), TurnUndoLedger(), expected=copy)
     assert isinstance(result, Refused) and result.reason is RefusalReason.DOCUMENT_CHANGED
 
 
@@ -207,9 +192,7 @@ def test_tx09_every_read_tool_commits_as_unchanged(tool: str, raw: dict[str, obj
     result = commit(session, outcome, TurnUndoLedger(), effect=ToolEffect.READ)
     assert isinstance(result, Unchanged)
     assert session.document is live and canon(live) == text and session.history.past == []
-    control = commit(
-        session, ToolOk("x", with_element(live, "z")), TurnUndoLedger(), effect=ToolEffect.READ
-    )
+    control = commit(session, ToolOk("x", with_element(live, "z")), TurnUndoLedger(), effect=ToolEffect.READ)
     assert isinstance(control, Refused)
 
 

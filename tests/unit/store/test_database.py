@@ -41,12 +41,8 @@ def test_a_failing_migration_leaves_no_partial_schema(
 ) -> None:
     from stockade.store import database, migrations
 
-    broken = (
-        *migrations.MIGRATIONS,
-        migrations.Migration(
-            99, "broken", ("CREATE TABLE half_done(x INTEGER)", "THIS IS NOT SQL")
-        ),
-    )
+    broken = (*migrations.MIGRATIONS, migrations.Migration(
+        99, "broken", ("CREATE TABLE half_done(x INTEGER)", "THIS IS NOT SQL")))
     monkeypatch.setattr(database, "MIGRATIONS", broken)
     with pytest.raises(StoreError):
         open_database()
@@ -82,10 +78,8 @@ def test_write_rolls_back_on_error(stockade_home: Path) -> None:
     with pytest.raises(RuntimeError), db.write() as conn:
         conn.execute("INSERT INTO schema_version VALUES (500, 'tmp', 'x')")
         raise RuntimeError("boom")
-    assert (
-        db.read().execute("SELECT COUNT(*) FROM schema_version WHERE version = 500").fetchone()[0]
-        == 0
-    )
+    assert db.read().execute("SELECT COUNT(*) FROM schema_version WHERE version = 500"
+                             ).fetchone()[0] == 0
     db.close()
 
 

@@ -14,13 +14,7 @@ from stockade.tools.runtime import PreparedCall, PrepareFailed, ToolContext, Too
 START = "<<<UNTRUSTED_DOCUMENT_DATA>>>"
 END = "<<<END_UNTRUSTED_DOCUMENT_DATA>>>"
 
-META = {
-    "title": "T",
-    "author": "A",
-    "created": "2026-01-01",
-    "modified": "2026-01-01",
-    "description": "",
-}
+META = {"title": "T", "author": "A", "created": "2026-01-01", "modified": "2026-01-01", "description": ""}
 
 
 def make_doc(**sections: Any) -> ThreatModel:
@@ -31,13 +25,7 @@ def make_doc(**sections: Any) -> ThreatModel:
 
 
 def el(entity_id: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": entity_id,
-        "type": "process",
-        "name": entity_id.title(),
-        "trust_zone": "internal",
-        **extra,
-    }
+    return {"id": entity_id, "type": "process", "name": entity_id.title(), "trust_zone": "internal", **extra}
 
 
 def flow(entity_id: str, src: str, dst: str, **extra: Any) -> dict[str, Any]:
@@ -45,13 +33,7 @@ def flow(entity_id: str, src: str, dst: str, **extra: Any) -> dict[str, Any]:
 
 
 def threat(entity_id: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": entity_id,
-        "title": f"Threat {entity_id}",
-        "category": "Spoofing",
-        "severity": "high",
-        **extra,
-    }
+    return {"id": entity_id, "title": f"Threat {entity_id}", "category": "Spoofing", "severity": "high", **extra}
 
 
 @pytest.fixture
@@ -60,26 +42,13 @@ def shop() -> ThreatModel:
     return make_doc(
         layers=[{"id": "edge", "name": "Edge"}],
         groups=[{"id": "backend", "name": "Backend"}],
-        elements=[
-            el("browser", type="web_browser", trust_zone="internet"),
-            el("api"),
-            el("db", type="sql_database"),
-        ],
-        data_flows=[
-            flow("flow-1", "browser", "api", protocol="HTTPS", authenticated=True, flow_number=1),
-            flow("flow-2", "api", "db", protocol="SQL", flow_number=2),
-        ],
+        elements=[el("browser", type="web_browser", trust_zone="internet"), el("api"), el("db", type="sql_database")],
+        data_flows=[flow("flow-1", "browser", "api", protocol="HTTPS", authenticated=True, flow_number=1),
+                    flow("flow-2", "api", "db", protocol="SQL", flow_number=2)],
         relationships=[{"id": "rel-1", "type": "depends_on", "from": "api", "to": "db"}],
         trust_boundaries=[{"id": "boundary-1", "name": "Internal", "contains": ["api", "db"]}],
-        threats=[
-            threat("threat-1", element="api"),
-            threat(
-                "threat-2",
-                flow="flow-2",
-                severity="medium",
-                mitigation={"status": "in_progress", "description": "TLS"},
-            ),
-        ],
+        threats=[threat("threat-1", element="api"), threat("threat-2", flow="flow-2", severity="medium",
+                 mitigation={"status": "in_progress", "description": "TLS"})],
     )
 
 

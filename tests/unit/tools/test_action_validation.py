@@ -44,9 +44,7 @@ def test_an_edit_of_an_action_result_relies_on_the_actions_own_checks(
 ) -> None:
     first = added(shop, "Cache")
     second = added(first, "Queue")
-    third = actions.add_data_flow(
-        second, actions.NewDataFlow.model_validate({"from": "cache", "to": "queue"})
-    )
+    third = actions.add_data_flow(second, actions.NewDataFlow.model_validate({"from": "cache", "to": "queue"}))
     assert isinstance(third, actions.ActionResult)
     assert checks == [first]
     validate.validate_references(third.document)
@@ -56,24 +54,20 @@ def test_an_action_result_still_refuses_what_its_own_checks_refuse(
     checks: list[ThreatModel], shop: ThreatModel
 ) -> None:
     known = added(shop, "Cache")
-    refused = actions.add_data_flow(
-        known, actions.NewDataFlow.model_validate({"from": "cache", "to": "ghost"})
-    )
+    refused = actions.add_data_flow(known, actions.NewDataFlow.model_validate({"from": "cache", "to": "ghost"}))
     assert isinstance(refused, actions.ActionError)
     assert '"ghost"' in refused.message
 
 
 def test_a_result_broken_in_place_afterwards_is_checked_again_and_refused(
-    checks: list[ThreatModel],
+    checks: list[ThreatModel]
 ) -> None:
     known = added(make_doc(elements=[el("a")]), "B")
     # Against the model's rules (sections are never mutated), which is what the check is for.
     known.data_flows.append(DataFlow.model_validate({"id": "f", "from": "a", "to": "ghost"}))
     outcome = actions.add_element(known, actions.NewElement(type="process", name="C"))
     assert isinstance(outcome, actions.ActionError)
-    assert outcome.message.startswith(
-        "The change was not applied because it would break the document"
-    )
+    assert outcome.message.startswith("The change was not applied because it would break the document")
     assert len(checks) == 2
 
 

@@ -48,39 +48,20 @@ def test_add_element_returns_slug_id_and_says_it(shop: ThreatModel) -> None:
     assert result.new_id == "payment-api"
     assert "payment-api" in result.result and result.result.startswith("Added element payment-api")
     added = result.document.elements[-1]
-    assert (
-        added.id,
-        added.name,
-        added.type,
-        added.trust_zone,
-        added.description,
-        added.technologies,
-    ) == ("payment-api", "Payment API", "process", "", "", [])
+    assert (added.id, added.name, added.type, added.trust_zone, added.description, added.technologies) == (
+        "payment-api", "Payment API", "process", "", "", [])
     assert added.position is None
 
 
 def test_add_element_deduplicates_against_elements_groups_and_boundaries(shop: ThreatModel) -> None:
     assert ok(actions.add_element(shop, NewElement(type="process", name="API"))).new_id == "api-2"
-    assert (
-        ok(actions.add_element(shop, NewElement(type="process", name="Backend"))).new_id
-        == "backend-2"
-    )
-    assert (
-        ok(actions.add_element(shop, NewElement(type="process", name="Boundary 1"))).new_id
-        == "boundary-1-2"
-    )
+    assert ok(actions.add_element(shop, NewElement(type="process", name="Backend"))).new_id == "backend-2"
+    assert ok(actions.add_element(shop, NewElement(type="process", name="Boundary 1"))).new_id == "boundary-1-2"
 
 
 def test_add_element_keeps_given_optional_fields(shop: ThreatModel) -> None:
-    new = NewElement.model_validate(
-        {
-            "type": "cache",
-            "name": "Redis",
-            "trust_zone": "internal",
-            "technologies": ["redis"],
-            "position": {"x": 10, "y": 20.5},
-        }
-    )
+    new = NewElement.model_validate({"type": "cache", "name": "Redis", "trust_zone": "internal",
+                                     "technologies": ["redis"], "position": {"x": 10, "y": 20.5}})
     added = ok(actions.add_element(shop, new)).document.elements[-1]
     assert added.technologies == ["redis"] and added.position is not None
     assert (added.position.x, added.position.y) == (10.0, 20.5)
@@ -95,24 +76,11 @@ def test_actions_never_change_the_input_document(shop: ThreatModel) -> None:
 
 
 def test_update_element_merges_only_given_fields(shop: ThreatModel) -> None:
-    result = ok(
-        actions.update_element(
-            shop,
-            "api",
-            ElementUpdates.model_validate(
-                {"name": "Public API", "layer": "edge", "group": "backend", "tags": ["pci"]}
-            ),
-        )
-    )
+    result = ok(actions.update_element(shop, "api", ElementUpdates.model_validate(
+        {"name": "Public API", "layer": "edge", "group": "backend", "tags": ["pci"]})))
     api = result.document.elements[1]
     assert (api.id, api.name, api.layer, api.group, api.tags, api.trust_zone) == (
-        "api",
-        "Public API",
-        "edge",
-        "backend",
-        ["pci"],
-        "internal",
-    )
+        "api", "Public API", "edge", "backend", ["pci"], "internal")
     assert result.result == "Updated element api: name, layer, group, tags."
 
 
@@ -162,23 +130,14 @@ def test_delete_element_cascade_removes_every_referrer_and_lists_them(shop: Thre
     # threat-2 targets flow-2, which the cascade removed, so it goes too.
     assert doc.threats == []
     assert doc.trust_boundaries[0].contains == ["db"]
-    assert result.removed == (
-        "element api",
-        "data flow flow-1",
-        "data flow flow-2",
-        "relationship rel-1",
-        "threat threat-1",
-        "threat threat-2",
-    )
+    assert result.removed == ("element api", "data flow flow-1", "data flow flow-2",
+                              "relationship rel-1", "threat threat-1", "threat threat-2")
     for entity in ("flow-1", "flow-2", "rel-1", "threat-1", "threat-2", "boundary-1"):
         assert entity in result.result
 
 
 def test_delete_unreferenced_element_leaves_boundaries_consistent() -> None:
-    doc = make_doc(
-        elements=[el("a"), el("b")],
-        trust_boundaries=[{"id": "tb", "name": "TB", "contains": ["a", "b"]}],
-    )
+    doc = make_doc(elements=[el("a"), el("b")], trust_boundaries=[{"id": "tb", "name": "TB", "contains": ["a", "b"]}])
     result = ok(actions.delete_element(doc, "a"))
     assert [e.id for e in result.document.elements] == ["b"]
     assert result.document.trust_boundaries[0].contains == ["b"]
@@ -193,49 +152,27 @@ def test_delete_missing_element_is_refused(shop: ThreatModel) -> None:
 
 
 def test_add_data_flow_gets_next_id_and_flow_number(shop: ThreatModel) -> None:
-    result = ok(
-        actions.add_data_flow(shop, NewDataFlow.model_validate({"from": "db", "to": "browser"}))
-    )
+    result = ok(actions.add_data_flow(shop, NewDataFlow.model_validate({"from": "db", "to": "browser"})))
     assert result.new_id == "flow-3"
     added = result.document.data_flows[-1]
-    assert (
-        added.flow_number,
-        added.from_,
-        added.to,
-        added.protocol,
-        added.data,
-        added.authenticated,
-    ) == (3, "db", "browser", "", [], False)
+    assert (added.flow_number, added.from_, added.to, added.protocol, added.data, added.authenticated) == (
+        3, "db", "browser", "", [], False)
     assert result.result.startswith("Added data flow flow-3")
 
 
 def test_add_data_flow_id_skips_relationship_ids() -> None:
-    doc = make_doc(
-        elements=[el("a"), el("b")],
-        relationships=[{"id": "flow-1", "type": "x", "from": "a", "to": "b"}],
-    )
-    assert (
-        ok(actions.add_data_flow(doc, NewDataFlow.model_validate({"from": "a", "to": "b"}))).new_id
-        == "flow-2"
-    )
+    doc = make_doc(elements=[el("a"), el("b")], relationships=[{"id": "flow-1", "type": "x", "from": "a", "to": "b"}])
+    assert ok(actions.add_data_flow(doc, NewDataFlow.model_validate({"from": "a", "to": "b"}))).new_id == "flow-2"
 
 
 def test_add_data_flow_with_unknown_endpoint_names_it(shop: ThreatModel) -> None:
-    message = refused(
-        actions.add_data_flow(shop, NewDataFlow.model_validate({"from": "api", "to": "ghost"}))
-    )
+    message = refused(actions.add_data_flow(shop, NewDataFlow.model_validate({"from": "api", "to": "ghost"})))
     assert 'to "ghost"' in message and 'from "api"' not in message
 
 
 def test_update_data_flow_checks_the_merged_endpoints(shop: ThreatModel) -> None:
-    assert 'from "ghost"' in refused(
-        actions.update_data_flow(shop, "flow-1", DataFlowUpdates.model_validate({"from": "ghost"}))
-    )
-    result = ok(
-        actions.update_data_flow(
-            shop, "flow-1", DataFlowUpdates.model_validate({"to": "db", "protocol": "gRPC"})
-        )
-    )
+    assert 'from "ghost"' in refused(actions.update_data_flow(shop, "flow-1", DataFlowUpdates.model_validate({"from": "ghost"})))
+    result = ok(actions.update_data_flow(shop, "flow-1", DataFlowUpdates.model_validate({"to": "db", "protocol": "gRPC"})))
     changed = result.document.data_flows[0]
     assert (changed.to, changed.protocol, changed.authenticated) == ("db", "gRPC", True)
 
@@ -257,27 +194,13 @@ def test_delete_untargeted_data_flow(shop: ThreatModel) -> None:
 
 
 def test_add_trust_boundary_refuses_unknown_members_by_name(shop: ThreatModel) -> None:
-    message = refused(
-        actions.add_trust_boundary(
-            shop, NewTrustBoundary(name="DMZ", contains=["api", "ghost", "phantom"])
-        )
-    )
+    message = refused(actions.add_trust_boundary(shop, NewTrustBoundary(name="DMZ", contains=["api", "ghost", "phantom"])))
     assert '"ghost"' in message and '"phantom"' in message and '"api"' not in message
 
 
 def test_add_trust_boundary_returns_new_id(shop: ThreatModel) -> None:
-    result = ok(
-        actions.add_trust_boundary(
-            shop,
-            NewTrustBoundary.model_validate(
-                {
-                    "name": "DMZ",
-                    "contains": ["browser", "browser"],
-                    "size": {"width": 300, "height": 200},
-                }
-            ),
-        )
-    )
+    result = ok(actions.add_trust_boundary(shop, NewTrustBoundary.model_validate(
+        {"name": "DMZ", "contains": ["browser", "browser"], "size": {"width": 300, "height": 200}})))
     assert result.new_id == "boundary-2"
     added = result.document.trust_boundaries[-1]
     assert added.contains == ["browser"] and added.size is not None and added.size.width == 300.0
@@ -285,14 +208,8 @@ def test_add_trust_boundary_returns_new_id(shop: ThreatModel) -> None:
 
 
 def test_update_trust_boundary_checks_members(shop: ThreatModel) -> None:
-    assert '"ghost"' in refused(
-        actions.update_trust_boundary(shop, "boundary-1", TrustBoundaryUpdates(contains=["ghost"]))
-    )
-    result = ok(
-        actions.update_trust_boundary(
-            shop, "boundary-1", TrustBoundaryUpdates(contains=["browser"], name="Edge")
-        )
-    )
+    assert '"ghost"' in refused(actions.update_trust_boundary(shop, "boundary-1", TrustBoundaryUpdates(contains=["ghost"])))
+    result = ok(actions.update_trust_boundary(shop, "boundary-1", TrustBoundaryUpdates(contains=["browser"], name="Edge")))
     assert result.document.trust_boundaries[0].contains == ["browser"]
 
 
@@ -306,15 +223,8 @@ def test_delete_trust_boundary_keeps_its_elements(shop: ThreatModel) -> None:
 
 @pytest.mark.parametrize("spelling", ["High", "HIGH", "high", "hIgH"])
 def test_severity_in_any_case_is_stored_lowercase(shop: ThreatModel, spelling: str) -> None:
-    new = NewThreat.model_validate(
-        {
-            "title": "t",
-            "category": "Tampering",
-            "severity": spelling,
-            "description": "d",
-            "element": "api",
-        }
-    )
+    new = NewThreat.model_validate({"title": "t", "category": "Tampering", "severity": spelling,
+                                    "description": "d", "element": "api"})
     result = ok(actions.add_threat(shop, new))
     assert result.document.threats[-1].severity is Severity.HIGH
     assert dump(result.document).count('"severity":"high"') == 2
@@ -322,22 +232,13 @@ def test_severity_in_any_case_is_stored_lowercase(shop: ThreatModel, spelling: s
 
 def test_unknown_severity_is_refused_with_the_choices() -> None:
     with pytest.raises(ValueError, match="critical, high, medium, low, or info"):
-        NewThreat.model_validate(
-            {"title": "t", "category": "Tampering", "severity": "severe", "description": "d"}
-        )
+        NewThreat.model_validate({"title": "t", "category": "Tampering", "severity": "severe", "description": "d"})
 
 
 def test_add_threat_returns_numbered_id(shop: ThreatModel) -> None:
-    new = NewThreat.model_validate(
-        {
-            "title": "Replay",
-            "category": "Spoofing",
-            "severity": "low",
-            "description": "d",
-            "flow": "flow-1",
-            "mitigation": {"status": "not_started", "description": ""},
-        }
-    )
+    new = NewThreat.model_validate({"title": "Replay", "category": "Spoofing", "severity": "low",
+                                    "description": "d", "flow": "flow-1",
+                                    "mitigation": {"status": "not_started", "description": ""}})
     result = ok(actions.add_threat(shop, new))
     assert result.new_id == "threat-3" and result.result.startswith("Added threat threat-3")
     added = result.document.threats[-1]
@@ -345,44 +246,23 @@ def test_add_threat_returns_numbered_id(shop: ThreatModel) -> None:
 
 
 def test_add_threat_is_deterministic(shop: ThreatModel) -> None:
-    new = NewThreat.model_validate(
-        {"title": "t", "category": "Spoofing", "severity": "low", "description": "d"}
-    )
-    assert dump(ok(actions.add_threat(shop, new)).document) == dump(
-        ok(actions.add_threat(shop, new)).document
-    )
+    new = NewThreat.model_validate({"title": "t", "category": "Spoofing", "severity": "low", "description": "d"})
+    assert dump(ok(actions.add_threat(shop, new)).document) == dump(ok(actions.add_threat(shop, new)).document)
 
 
 def test_add_threat_refuses_missing_targets(shop: ThreatModel) -> None:
     base = {"title": "t", "category": "Spoofing", "severity": "low", "description": "d"}
-    message = refused(
-        actions.add_threat(shop, NewThreat.model_validate({**base, "element": "ghost"}))
-    )
+    message = refused(actions.add_threat(shop, NewThreat.model_validate({**base, "element": "ghost"})))
     assert '"ghost"' in message and 'kind "elements"' in message
-    message = refused(
-        actions.add_threat(shop, NewThreat.model_validate({**base, "flow": "flow-9"}))
-    )
+    message = refused(actions.add_threat(shop, NewThreat.model_validate({**base, "flow": "flow-9"})))
     assert '"flow-9"' in message and 'kind "data_flows"' in message
 
 
 def test_update_threat_checks_targets_and_can_clear_them(shop: ThreatModel) -> None:
-    assert '"ghost"' in refused(
-        actions.update_threat(shop, "threat-1", ThreatUpdates(element="ghost"))
-    )
-    result = ok(
-        actions.update_threat(
-            shop,
-            "threat-1",
-            ThreatUpdates.model_validate(
-                {
-                    "element": "",
-                    "flow": "flow-1",
-                    "severity": "CRITICAL",
-                    "mitigation": {"status": "mitigated", "description": "MFA"},
-                }
-            ),
-        )
-    )
+    assert '"ghost"' in refused(actions.update_threat(shop, "threat-1", ThreatUpdates(element="ghost")))
+    result = ok(actions.update_threat(shop, "threat-1", ThreatUpdates.model_validate(
+        {"element": "", "flow": "flow-1", "severity": "CRITICAL",
+         "mitigation": {"status": "mitigated", "description": "MFA"}})))
     changed = result.document.threats[0]
     assert changed.element is None and changed.flow == "flow-1"
     assert changed.severity is Severity.CRITICAL
@@ -401,10 +281,7 @@ def test_hostile_ids_are_escaped_in_messages(shop: ThreatModel) -> None:
 
 
 def test_very_many_referrers_are_counted_not_all_listed() -> None:
-    threats = [
-        {"id": f"t{i}", "title": "x", "category": "Spoofing", "severity": "low", "element": "a"}
-        for i in range(150)
-    ]
+    threats = [{"id": f"t{i}", "title": "x", "category": "Spoofing", "severity": "low", "element": "a"} for i in range(150)]
     message = refused(actions.delete_element(make_doc(elements=[el("a")], threats=threats), "a"))
     assert '"t99"' in message and '"t100"' not in message and "and 50 more" in message
 

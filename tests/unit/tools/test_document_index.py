@@ -19,21 +19,15 @@ from stockade.tools.runtime import ToolOk
 from tests.unit.tools.conftest import call, el, flow, make_doc, threat
 
 
-def read(
-    registry: ToolRegistry, document: ThreatModel, name: str, raw: dict[str, Any]
-) -> dict[str, Any]:
+def read(registry: ToolRegistry, document: ThreatModel, name: str, raw: dict[str, Any]) -> dict[str, Any]:
     outcome = call(registry, name, raw, document)
     assert isinstance(outcome, ToolOk), outcome
     parsed: dict[str, Any] = json.loads(outcome.result.split("\n")[1])
     return parsed
 
 
-def entity(
-    registry: ToolRegistry, document: ThreatModel, kind: str, entity_id: str
-) -> dict[str, Any]:
-    found: dict[str, Any] = read(registry, document, "get_entity", {"kind": kind, "id": entity_id})[
-        "entity"
-    ]
+def entity(registry: ToolRegistry, document: ThreatModel, kind: str, entity_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = read(registry, document, "get_entity", {"kind": kind, "id": entity_id})["entity"]
     return found
 
 
@@ -42,9 +36,7 @@ def result_ids(registry: ToolRegistry, document: ThreatModel, raw: dict[str, Any
 
 
 def fresh_copy(document: ThreatModel) -> ThreatModel:
-    return document.model_copy(
-        update={name: list(getattr(document, name)) for name in SECTION_NAMES}
-    )
+    return document.model_copy(update={name: list(getattr(document, name)) for name in SECTION_NAMES})
 
 
 def test_one_section_list_gets_one_set_of_tables(shop: ThreatModel) -> None:
@@ -58,18 +50,8 @@ def test_equal_content_in_new_lists_gets_its_own_tables(shop: ThreatModel) -> No
 
 def test_an_edit_keeps_the_tables_of_sections_it_did_not_touch(shop: ThreatModel) -> None:
     before = {kind: section_index(shop, kind) for kind in SECTION_NAMES}
-    outcome = actions.add_threat(
-        shop,
-        actions.NewThreat.model_validate(
-            {
-                "title": "New",
-                "category": "Tampering",
-                "severity": "low",
-                "description": "d",
-                "element": "db",
-            }
-        ),
-    )
+    outcome = actions.add_threat(shop, actions.NewThreat.model_validate(
+        {"title": "New", "category": "Tampering", "severity": "low", "description": "d", "element": "db"}))
     assert isinstance(outcome, actions.ActionResult)
     after = {kind: section_index(outcome.document, kind) for kind in SECTION_NAMES}
     assert after["threats"] is not before["threats"]
@@ -80,24 +62,13 @@ def test_get_entity_on_an_edited_document_sees_the_edit_and_the_old_one_does_not
     registry: ToolRegistry, shop: ThreatModel
 ) -> None:
     assert entity(registry, shop, "elements", "db")["incoming_flow_ids"] == ["flow-2"]
-    outcome = actions.add_data_flow(
-        shop, actions.NewDataFlow.model_validate({"from": "browser", "to": "db"})
-    )
+    outcome = actions.add_data_flow(shop, actions.NewDataFlow.model_validate({"from": "browser", "to": "db"}))
     assert isinstance(outcome, actions.ActionResult)
     edited = outcome.document
-    assert entity(registry, edited, "elements", "db")["incoming_flow_ids"] == [
-        "flow-2",
-        outcome.new_id,
-    ]
-    assert entity(registry, edited, "elements", "browser")["outgoing_flow_ids"] == [
-        "flow-1",
-        outcome.new_id,
-    ]
+    assert entity(registry, edited, "elements", "db")["incoming_flow_ids"] == ["flow-2", outcome.new_id]
+    assert entity(registry, edited, "elements", "browser")["outgoing_flow_ids"] == ["flow-1", outcome.new_id]
     assert entity(registry, shop, "elements", "db")["incoming_flow_ids"] == ["flow-2"]
-    assert result_ids(registry, edited, {"kind": "data_flows", "references": "db"}) == [
-        "flow-2",
-        outcome.new_id,
-    ]
+    assert result_ids(registry, edited, {"kind": "data_flows", "references": "db"}) == ["flow-2", outcome.new_id]
     assert result_ids(registry, shop, {"kind": "data_flows", "references": "db"}) == ["flow-2"]
 
 
@@ -106,17 +77,13 @@ def test_text_search_on_an_edited_document_finds_the_new_text_only_there(
 ) -> None:
     query = {"kind": "elements", "text": "LEDGER"}
     assert result_ids(registry, shop, query) == []
-    outcome = actions.update_element(
-        shop, "api", actions.ElementUpdates.model_validate({"name": "Ledger API"})
-    )
+    outcome = actions.update_element(shop, "api", actions.ElementUpdates.model_validate({"name": "Ledger API"}))
     assert isinstance(outcome, actions.ActionResult)
     assert result_ids(registry, outcome.document, query) == ["api"]
     assert result_ids(registry, shop, query) == []
 
 
-def test_deleted_entities_are_unknown_on_the_new_document_only(
-    registry: ToolRegistry, shop: ThreatModel
-) -> None:
+def test_deleted_entities_are_unknown_on_the_new_document_only(registry: ToolRegistry, shop: ThreatModel) -> None:
     entity(registry, shop, "threats", "threat-1")
     outcome = actions.delete_threat(shop, "threat-1")
     assert isinstance(outcome, actions.ActionResult)
@@ -157,15 +124,9 @@ def test_derived_ids_match_a_scan_on_awkward_shapes(registry: ToolRegistry) -> N
     document = make_doc(
         elements=[el("a"), el("b"), el("a", name="Second A")],
         data_flows=[flow("loop", "a", "a"), flow("f1", "b", "a"), flow("f2", "a", "b")],
-        trust_boundaries=[
-            {"id": "tb", "name": "TB", "contains": ["a", "a", "b"]},
-            {"id": "tb2", "name": "TB2", "contains": ["b"]},
-        ],
-        threats=[
-            threat("t1", element="a", flow="loop"),
-            threat("t2", flow="loop"),
-            threat("t3", element="b"),
-        ],
+        trust_boundaries=[{"id": "tb", "name": "TB", "contains": ["a", "a", "b"]},
+                          {"id": "tb2", "name": "TB2", "contains": ["b"]}],
+        threats=[threat("t1", element="a", flow="loop"), threat("t2", flow="loop"), threat("t3", element="b")],
     )
     a = entity(registry, document, "elements", "a")
     assert a["name"] == "A"  # duplicate ids: the first one is the one read
@@ -174,16 +135,10 @@ def test_derived_ids_match_a_scan_on_awkward_shapes(registry: ToolRegistry) -> N
     assert a["trust_boundary_ids"] == ["tb"]
     assert a["threat_ids"] == ["t1"]
     assert entity(registry, document, "data_flows", "loop")["threat_ids"] == ["t1", "t2"]
-    assert result_ids(registry, document, {"kind": "data_flows", "references": "a"}) == [
-        "loop",
-        "f1",
-        "f2",
-    ]
+    assert result_ids(registry, document, {"kind": "data_flows", "references": "a"}) == ["loop", "f1", "f2"]
     assert result_ids(registry, document, {"kind": "trust_boundaries", "references": "a"}) == ["tb"]
     assert result_ids(registry, document, {"kind": "threats", "references": "loop"}) == ["t1", "t2"]
-    assert result_ids(registry, document, {"kind": "threats", "references": "a", "text": "T1"}) == [
-        "t1"
-    ]
+    assert result_ids(registry, document, {"kind": "threats", "references": "a", "text": "T1"}) == ["t1"]
 
 
 def test_many_elements_are_counted_past_the_list_cap(registry: ToolRegistry) -> None:

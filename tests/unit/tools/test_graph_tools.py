@@ -11,67 +11,36 @@ from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk
 from tests.unit.tools.conftest import call, prepare_ok
 
 
-def test_successful_add_returns_the_next_document_and_the_new_id(
-    registry: ToolRegistry, shop: ThreatModel
-) -> None:
-    outcome = call(
-        registry,
-        "add_element",
-        {"action": "add_element", "element": {"type": "process", "name": "Worker"}},
-        shop,
-    )
+def test_successful_add_returns_the_next_document_and_the_new_id(registry: ToolRegistry, shop: ThreatModel) -> None:
+    outcome = call(registry, "add_element", {"action": "add_element", "element": {"type": "process", "name": "Worker"}}, shop)
     assert isinstance(outcome, ToolOk) and outcome.document is not None
     assert "worker" in outcome.result
     assert outcome.document.elements[-1].id == "worker"
 
 
-def test_refused_action_is_a_failed_outcome_without_document(
-    registry: ToolRegistry, shop: ThreatModel
-) -> None:
+def test_refused_action_is_a_failed_outcome_without_document(registry: ToolRegistry, shop: ThreatModel) -> None:
     outcome = call(registry, "delete_element", {"action": "delete_element", "id": "api"}, shop)
     assert isinstance(outcome, ToolFailed) and "threat-1" in outcome.result
 
 
 def test_cascade_input_flows_through_the_tool(registry: ToolRegistry, shop: ThreatModel) -> None:
-    outcome = call(
-        registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}, shop
-    )
+    outcome = call(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}, shop)
     assert isinstance(outcome, ToolOk) and outcome.document is not None
     assert [e.id for e in outcome.document.elements] == ["browser", "db"]
 
 
 def test_summaries_are_plain_one_line_texts(registry: ToolRegistry) -> None:
     cases = {
-        "add_element": (
-            {"element": {"type": "process", "name": "A\nB<script>"}},
-            'Add element "A\\nB<script>" (process)',
-        ),
-        "update_element": (
-            {"id": "api", "updates": {"name": "x", "tags": []}},
-            "Update element api: name, tags",
-        ),
+        "add_element": ({"element": {"type": "process", "name": "A\nB<script>"}}, 'Add element "A\\nB<script>" (process)'),
+        "update_element": ({"id": "api", "updates": {"name": "x", "tags": []}}, "Update element api: name, tags"),
         "delete_element": ({"id": "api"}, "Delete element api"),
         "add_data_flow": ({"data_flow": {"from": "a", "to": "b"}}, "Add data flow a → b"),
-        "delete_data_flow": (
-            {"id": "flow-1", "cascade": True},
-            "Delete data flow flow-1 and everything that references it (cascade)",
-        ),
-        "add_trust_boundary": (
-            {"trust_boundary": {"name": "DMZ", "contains": ["a", "b"]}},
-            'Add trust boundary "DMZ" around 2 element(s)',
-        ),
-        "add_threat": (
-            {
-                "threat": {
-                    "title": "T",
-                    "category": "Spoofing",
-                    "severity": "High",
-                    "description": "d",
-                    "element": "api",
-                }
-            },
-            'Add threat "T" (Spoofing, high) on element api',
-        ),
+        "delete_data_flow": ({"id": "flow-1", "cascade": True},
+                             "Delete data flow flow-1 and everything that references it (cascade)"),
+        "add_trust_boundary": ({"trust_boundary": {"name": "DMZ", "contains": ["a", "b"]}},
+                               'Add trust boundary "DMZ" around 2 element(s)'),
+        "add_threat": ({"threat": {"title": "T", "category": "Spoofing", "severity": "High", "description": "d", "element": "api"}},
+                       'Add threat "T" (Spoofing, high) on element api'),
         "delete_threat": ({"id": "threat-1"}, "Delete threat threat-1"),
     }
     for name, (raw, expected) in cases.items():
@@ -81,28 +50,16 @@ def test_summaries_are_plain_one_line_texts(registry: ToolRegistry) -> None:
 
 
 def test_cascade_summary_names_the_cascade(registry: ToolRegistry) -> None:
-    summary = prepare_ok(
-        registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}
-    ).summary
+    summary = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}).summary
     assert summary == "Delete element api and everything that references it (cascade)"
 
 
-def test_preview_lists_every_entity_a_cascade_would_remove(
-    registry: ToolRegistry, shop: ThreatModel
-) -> None:
-    prepared = prepare_ok(
-        registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}
-    )
+def test_preview_lists_every_entity_a_cascade_would_remove(registry: ToolRegistry, shop: ThreatModel) -> None:
+    prepared = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True})
     lines = preview(shop, prepared.tool_name, prepared.input)
     assert lines[0].startswith("Deleted element api")
-    assert lines[1:] == [
-        "Removes element api",
-        "Removes data flow flow-1",
-        "Removes data flow flow-2",
-        "Removes relationship rel-1",
-        "Removes threat threat-1",
-        "Removes threat threat-2",
-    ]
+    assert lines[1:] == ["Removes element api", "Removes data flow flow-1", "Removes data flow flow-2",
+                         "Removes relationship rel-1", "Removes threat threat-1", "Removes threat threat-2"]
 
 
 def test_preview_of_a_refused_call_says_so(registry: ToolRegistry, shop: ThreatModel) -> None:
@@ -112,14 +69,8 @@ def test_preview_of_a_refused_call_says_so(registry: ToolRegistry, shop: ThreatM
 
 
 def test_preview_matches_what_run_commits(registry: ToolRegistry, shop: ThreatModel) -> None:
-    prepared = prepare_ok(
-        registry,
-        "add_threat",
-        {
-            "action": "add_threat",
-            "threat": {"title": "T", "category": "Spoofing", "severity": "low", "description": "d"},
-        },
-    )
+    prepared = prepare_ok(registry, "add_threat", {"action": "add_threat", "threat": {
+        "title": "T", "category": "Spoofing", "severity": "low", "description": "d"}})
     outcome = apply_call(shop, prepared.tool_name, prepared.input)
     ran = asyncio.run(prepared.run(ToolContext(document=shop)))
     assert isinstance(ran, ToolOk) and ran.document is not None
@@ -153,11 +104,7 @@ def test_every_graph_tool_refuses_an_invented_key(registry: ToolRegistry) -> Non
 def test_cascade_false_and_absent_share_one_digest(registry: ToolRegistry) -> None:
     # Sticky denials match on the digest, so a same-effect spelling must not slip past one.
     absent = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api"})
-    explicit = prepare_ok(
-        registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": False}
-    )
-    cascade = prepare_ok(
-        registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True}
-    )
+    explicit = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": False})
+    cascade = prepare_ok(registry, "delete_element", {"action": "delete_element", "id": "api", "cascade": True})
     assert absent.input_digest == explicit.input_digest != cascade.input_digest
     assert absent.input == {"action": "delete_element", "id": "api", "cascade": False}

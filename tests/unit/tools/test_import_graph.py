@@ -15,31 +15,12 @@ READ_TOOL_MODULES = (
     "stockade.tools.runtime",
 )
 FORBIDDEN_PACKAGES = (
-    "stockade.store",
-    "stockade.providers",
-    "stockade.secrets",
-    "stockade.ui",
-    "stockade.governance",
-    "stockade.cli",
-    "stockade.loop",
+    "stockade.store", "stockade.providers", "stockade.secrets", "stockade.ui",
+    "stockade.governance", "stockade.cli", "stockade.loop",
 )
 FORBIDDEN_IN_TOOLS = {
-    "os",
-    "sys",
-    "subprocess",
-    "socket",
-    "sqlite3",
-    "shutil",
-    "keyring",
-    "platformdirs",
-    "http",
-    "urllib",
-    "httpx",
-    "requests",
-    "anthropic",
-    "openai",
-    "PySide6",
-    "qasync",
+    "os", "sys", "subprocess", "socket", "sqlite3", "shutil", "keyring", "platformdirs",
+    "http", "urllib", "httpx", "requests", "anthropic", "openai", "PySide6", "qasync",
 }
 
 
@@ -103,8 +84,6 @@ def test_read_tool_modules_never_touch_the_environment() -> None:
 
 def test_the_only_catalog_reach_is_the_read_only_loader() -> None:
     graph = _closure(("stockade.tools.read_tools",))
-    assert {"stockade.catalog.registry", "stockade.thf.model", "stockade.tools.untrusted"} <= set(
-        graph
-    )
+    assert {"stockade.catalog.registry", "stockade.thf.model", "stockade.tools.untrusted"} <= set(graph)
     catalog_modules = {m for m in graph if m.startswith("stockade.catalog")}
     assert catalog_modules <= {"stockade.catalog", "stockade.catalog.registry"}

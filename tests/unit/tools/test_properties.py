@@ -25,9 +25,7 @@ REGISTRY = default_registry()
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=20,
 )
 
@@ -44,16 +42,9 @@ def test_prepare_never_raises_on_any_json(name: str, raw: Any) -> None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.sampled_from(REGISTRY.names()[4:]),
-    st.dictionaries(
-        st.sampled_from(
-            ["id", "element", "threat", "data_flow", "trust_boundary", "updates", "cascade"]
-        ),
-        json_values,
-        max_size=4,
-    ),
-)
+@given(st.sampled_from(REGISTRY.names()[4:]),
+       st.dictionaries(st.sampled_from(["id", "element", "threat", "data_flow", "trust_boundary", "updates", "cascade"]),
+                       json_values, max_size=4))
 def test_prepare_with_plausible_keys_never_raises(name: str, raw: dict[str, Any]) -> None:
     result = REGISTRY.get(name).prepare({"action": name, **raw})  # type: ignore[union-attr]
     assert isinstance(result, (PreparedCall, PrepareFailed))
@@ -67,51 +58,20 @@ categories = st.sampled_from(["Spoofing", "Tampering", "Denial of Service"])
 
 actions_strategy = st.one_of(
     st.builds(lambda n: ("add_element", {"element": {"type": "process", "name": n}}), names),
-    st.builds(
-        lambda i, n, layer: ("update_element", {"id": i, "updates": {"name": n, "layer": layer}}),
-        ids,
-        names,
-        st.sampled_from(["", "edge", "ghost"]),
-    ),
+    st.builds(lambda i, n, layer: ("update_element", {"id": i, "updates": {"name": n, "layer": layer}}),
+              ids, names, st.sampled_from(["", "edge", "ghost"])),
     st.builds(lambda i, c: ("delete_element", {"id": i, "cascade": c}), ids, st.booleans()),
     st.builds(lambda a, b: ("add_data_flow", {"data_flow": {"from": a, "to": b}}), ids, ids),
     st.builds(lambda i, a: ("update_data_flow", {"id": i, "updates": {"to": a}}), ids, ids),
     st.builds(lambda i, c: ("delete_data_flow", {"id": i, "cascade": c}), ids, st.booleans()),
-    st.builds(
-        lambda n, m: ("add_trust_boundary", {"trust_boundary": {"name": n or "x", "contains": m}}),
-        names,
-        st.lists(ids, max_size=3),
-    ),
-    st.builds(
-        lambda i, m: ("update_trust_boundary", {"id": i, "updates": {"contains": m}}),
-        ids,
-        st.lists(ids, max_size=3),
-    ),
+    st.builds(lambda n, m: ("add_trust_boundary", {"trust_boundary": {"name": n or "x", "contains": m}}),
+              names, st.lists(ids, max_size=3)),
+    st.builds(lambda i, m: ("update_trust_boundary", {"id": i, "updates": {"contains": m}}), ids, st.lists(ids, max_size=3)),
     st.builds(lambda i: ("delete_trust_boundary", {"id": i}), ids),
-    st.builds(
-        lambda e, f, s, c: (
-            "add_threat",
-            {
-                "threat": {
-                    "title": "t",
-                    "category": c,
-                    "severity": s,
-                    "description": "d",
-                    "element": e,
-                    "flow": f,
-                }
-            },
-        ),
-        ids,
-        ids,
-        severities,
-        categories,
-    ),
-    st.builds(
-        lambda i, e: ("update_threat", {"id": i, "updates": {"element": e}}),
-        ids,
-        st.sampled_from(["", "a", "ghost"]),
-    ),
+    st.builds(lambda e, f, s, c: ("add_threat", {"threat": {"title": "t", "category": c, "severity": s,
+                                                             "description": "d", "element": e, "flow": f}}),
+              ids, ids, severities, categories),
+    st.builds(lambda i, e: ("update_threat", {"id": i, "updates": {"element": e}}), ids, st.sampled_from(["", "a", "ghost"])),
     st.builds(lambda i: ("delete_threat", {"id": i}), ids),
 )
 
@@ -130,9 +90,7 @@ def _start() -> ThreatModel:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(actions_strategy, max_size=12))
-def test_any_sequence_of_graph_actions_leaves_a_document_that_reopens(
-    steps: list[tuple[str, dict[str, Any]]],
-) -> None:
+def test_any_sequence_of_graph_actions_leaves_a_document_that_reopens(steps: list[tuple[str, dict[str, Any]]]) -> None:
     document = _start()
     for name, payload in steps:
         prepared = REGISTRY.get(name).prepare({"action": name, **payload})  # type: ignore[union-attr]
@@ -153,20 +111,8 @@ VALID_FIXTURES = sorted(p for p in Path(THF_FIXTURES).rglob("*.thf") if "invalid
 @pytest.mark.parametrize("path", VALID_FIXTURES, ids=lambda p: p.name)
 def test_every_read_tool_answers_on_every_valid_fixture(path: Path) -> None:
     document = read_file(path)
-    calls: list[tuple[str, dict[str, Any]]] = [
-        ("get_document_summary", {}),
-        ("search_component_catalog", {}),
-    ]
-    for kind in (
-        "elements",
-        "data_flows",
-        "trust_boundaries",
-        "threats",
-        "layers",
-        "groups",
-        "relationships",
-        "diagrams",
-    ):
+    calls: list[tuple[str, dict[str, Any]]] = [("get_document_summary", {}), ("search_component_catalog", {})]
+    for kind in ("elements", "data_flows", "trust_boundaries", "threats", "layers", "groups", "relationships", "diagrams"):
         calls.append(("search_entities", {"kind": kind, "limit": 50}))
         for entity in getattr(document, kind)[:5]:
             calls.append(("get_entity", {"kind": kind, "id": entity.id}))

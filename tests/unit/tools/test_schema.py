@@ -16,9 +16,7 @@ from tests.unit.tools.conftest import issues_of, prepare_ok
 def test_top_level_proto_key_is_the_only_issue(registry: ToolRegistry) -> None:
     # SEC-P-01: the schema is not consulted once the walk finds the key.
     raw = json.loads('{"kind":"elements","id":"x","__proto__":{"polluted":true}}')
-    assert issues_of(registry, "get_entity", raw) == (
-        '__proto__: "__proto__" is not an accepted key',
-    )
+    assert issues_of(registry, "get_entity", raw) == ('__proto__: "__proto__" is not an accepted key',)
 
 
 def test_proto_key_does_not_pollute_anything(registry: ToolRegistry) -> None:
@@ -33,11 +31,7 @@ def test_proto_key_does_not_pollute_anything(registry: ToolRegistry) -> None:
 
 def test_nested_proto_key_is_reported_with_its_path(registry: ToolRegistry) -> None:
     # SEC-P-02
-    raw = {
-        "action": "update_trust_boundary",
-        "id": "b",
-        "updates": {"size": {"width": 1, "height": 2, "__proto__": {}}},
-    }
+    raw = {"action": "update_trust_boundary", "id": "b", "updates": {"size": {"width": 1, "height": 2, "__proto__": {}}}}
     issues = issues_of(registry, "update_trust_boundary", raw)
     assert issues == ('updates.size.__proto__: "__proto__" is not an accepted key',)
 
@@ -54,11 +48,7 @@ def test_twenty_thousand_deep_nesting_is_rejected_without_recursion(registry: To
     deep: Any = "leaf"
     for _ in range(20_000):
         deep = [deep]
-    issues = issues_of(
-        registry,
-        "update_element",
-        {"action": "update_element", "id": "e", "updates": {"tags": deep}},
-    )
+    issues = issues_of(registry, "update_element", {"action": "update_element", "id": "e", "updates": {"tags": deep}})
     assert issues
     nested_dicts: Any = {"__proto__": 1}
     for _ in range(20_000):
@@ -112,24 +102,16 @@ def test_read_schemas_require_only_what_the_spec_requires(registry: ToolRegistry
 
 
 def test_field_descriptions_reach_the_schema(registry: ToolRegistry) -> None:
-    position = registry.get("add_element").input_schema()["properties"]["element"]["properties"][
-        "position"
-    ]  # type: ignore[union-attr]
+    position = registry.get("add_element").input_schema()["properties"]["element"]["properties"]["position"]  # type: ignore[union-attr]
     assert "right" in position["properties"]["x"]["description"]
     assert "down" in position["properties"]["y"]["description"]
 
 
 def test_invented_key_is_named_in_the_issue(registry: ToolRegistry) -> None:
     # SEC-TR-02
-    issues = issues_of(
-        registry, "delete_element", {"action": "delete_element", "id": "web-app", "colour": "red"}
-    )
+    issues = issues_of(registry, "delete_element", {"action": "delete_element", "id": "web-app", "colour": "red"})
     assert issues == ('"colour" is not an accepted field',)
-    nested = issues_of(
-        registry,
-        "add_element",
-        {"action": "add_element", "element": {"type": "p", "name": "n", "colour": 1}},
-    )
+    nested = issues_of(registry, "add_element", {"action": "add_element", "element": {"type": "p", "name": "n", "colour": 1}})
     assert nested == ('element: "colour" is not an accepted field',)
 
 
@@ -161,12 +143,8 @@ def test_explicit_null_is_refused_rather_than_treated_as_absent(registry: ToolRe
 
 
 def test_booleans_are_not_numbers_and_strings_are_not_coerced(registry: ToolRegistry) -> None:
-    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": True}) == (
-        "offset: must be a whole number",
-    )
-    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": "3"}) == (
-        "offset: must be a whole number",
-    )
+    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": True}) == ("offset: must be a whole number",)
+    assert issues_of(registry, "search_entities", {"kind": "elements", "offset": "3"}) == ("offset: must be a whole number",)
 
 
 def test_string_caps_count_code_points(registry: ToolRegistry) -> None:
@@ -174,35 +152,22 @@ def test_string_caps_count_code_points(registry: ToolRegistry) -> None:
     issues = issues_of(registry, "get_entity", {"kind": "elements", "id": "🔑" * 201})
     assert issues == ("id: must be at most 200 characters",)
     long_text = {"action": "update_element", "id": "e", "updates": {"description": "x" * 4001}}
-    assert issues_of(registry, "update_element", long_text) == (
-        "updates.description: must be at most 4000 characters",
-    )
+    assert issues_of(registry, "update_element", long_text) == ("updates.description: must be at most 4000 characters",)
 
 
 def test_page_limit_above_maximum_is_an_error_not_a_clamp(registry: ToolRegistry) -> None:
-    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 51}) == (
-        "limit: must be at most 50",
-    )
-    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 0}) == (
-        "limit: must be at least 1",
-    )
+    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 51}) == ("limit: must be at most 50",)
+    assert issues_of(registry, "search_entities", {"kind": "elements", "limit": 0}) == ("limit: must be at least 1",)
 
 
-def test_unpaired_surrogate_is_refused_before_it_can_break_the_digest(
-    registry: ToolRegistry,
-) -> None:
+def test_unpaired_surrogate_is_refused_before_it_can_break_the_digest(registry: ToolRegistry) -> None:
     issues = issues_of(registry, "get_entity", {"kind": "elements", "id": "a\ud800"})
     assert issues == ("id: contains an unpaired surrogate, which is not valid text",)
 
 
 def test_non_finite_numbers_are_refused(registry: ToolRegistry) -> None:
-    raw = {
-        "action": "add_element",
-        "element": {"type": "p", "name": "n", "position": {"x": float("nan"), "y": 1}},
-    }
-    assert issues_of(registry, "add_element", raw) == (
-        "element.position.x: must be a finite number",
-    )
+    raw = {"action": "add_element", "element": {"type": "p", "name": "n", "position": {"x": float("nan"), "y": 1}}}
+    assert issues_of(registry, "add_element", raw) == ("element.position.x: must be a finite number",)
 
 
 def test_parse_input_returns_typed_model() -> None:

@@ -32,10 +32,7 @@ def test_sanitize_removes_controls_and_bidi_but_keeps_zero_width_space() -> None
 
 
 def test_line_breaks_become_backslash_n_and_tabs_become_spaces() -> None:
-    assert sanitize("one\ntwo\r\nthree\rfour\tfive", 200) == (
-        "one\\ntwo\\nthree\\nfour five",
-        False,
-    )
+    assert sanitize("one\ntwo\r\nthree\rfour\tfive", 200) == ("one\\ntwo\\nthree\\nfour five", False)
 
 
 def test_cap_counts_code_points_and_ends_with_ellipsis() -> None:
@@ -73,16 +70,12 @@ def test_envelope_layout_is_marker_body_marker() -> None:
 def test_envelope_refuses_an_oversized_body() -> None:
     with pytest.raises(EnvelopeTooLarge):
         envelope({"a": "x" * READ_RESULT_MAX_BYTES})
-    envelope(
-        {"a": "x" * (READ_RESULT_MAX_BYTES - 8)}
-    )  # exactly at the cap: {"a":"…"} is 8 bytes more
+    envelope({"a": "x" * (READ_RESULT_MAX_BYTES - 8)})  # exactly at the cap: {"a":"…"} is 8 bytes more
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(), st.integers(min_value=1, max_value=300))
-def test_sanitized_and_escaped_text_never_carries_a_marker_or_forbidden_code_point(
-    text: str, cap: int
-) -> None:
+def test_sanitized_and_escaped_text_never_carries_a_marker_or_forbidden_code_point(text: str, cap: int) -> None:
     for out in (escape(sanitize(text, cap)[0]), scalar(text, cap)[0]):
         assert "<<<" not in out and ">>>" not in out
         assert START_MARKER not in out and END_MARKER not in out
@@ -91,14 +84,7 @@ def test_sanitized_and_escaped_text_never_carries_a_marker_or_forbidden_code_poi
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(
-            ["<", ">", "\\", "<<<", "END_UNTRUSTED_DOCUMENT_DATA", ">>>", "\n", "\u202e", "a"]
-        ),
-        max_size=40,
-    )
-)
+@given(st.lists(st.sampled_from(["<", ">", "\\", "<<<", "END_UNTRUSTED_DOCUMENT_DATA", ">>>", "\n", "\u202e", "a"]), max_size=40))
 def test_marker_fragments_cannot_be_reassembled(parts: list[str]) -> None:
     out = scalar("".join(parts), 300)[0]
     assert "<<<" not in out and ">>>" not in out

@@ -176,18 +176,14 @@ class DocumentCommands(QObject):
             return path.with_name(path.stem + suffix)
         document = self._window.open_document.document
         title = document.metadata.title if document is not None else "threat-model"
-        stem = (
-            "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "threat-model"
-        )
+        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "threat-model"
         return Path.home() / f"{stem}{suffix}"
 
     async def settle_unsaved_changes(self) -> bool:
         """True when it is fine to drop the live document (saved, discarded or never dirty)."""
         if not self._window.open_document.is_dirty:
             return True
-        choice = await self._window.prompts.ask_unsaved_changes(
-            self._window.open_document.display_name
-        )
+        choice = await self._window.prompts.ask_unsaved_changes(self._window.open_document.display_name)
         if choice is UnsavedChoice.SAVE:
             return await self.save()
         return choice is UnsavedChoice.DISCARD
