@@ -20,7 +20,6 @@ from PySide6.QtCore import QByteArray, QMarginsF, QRectF, QSizeF, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
-    QGuiApplication,
     QPageLayout,
     QPageSize,
     QPainter,
@@ -39,6 +38,7 @@ from stockade.report.summary import (
 )
 from stockade.thf.model import Severity, StrideCategory, Threat, ThreatModel
 from stockade.thf.writer import replacement_mode
+from stockade.ui.export.application import ensure_application
 
 RESOLUTION_DPI = 300
 _MARGIN_MM = 15.0
@@ -380,22 +380,9 @@ class _Pages:
         self.painter.end()
 
 
-def _ensure_application() -> None:
-    """Qt needs an application object for fonts; a command-line process has none yet."""
-    if QGuiApplication.instance() is None:
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        application = QGuiApplication([])
-        application.setObjectName("stockadePdfApplication")
-        # Kept for the life of the process: a QGuiApplication must outlive every paint device.
-        _KEEP.append(application)
-
-
-_KEEP: list[QGuiApplication] = []
-
-
 def write_pdf(model: ThreatModel, path: Path, *, generated: _dt.date | None = None) -> None:
     """Render the PDF report of `model` to `path` atomically; OSError when it cannot be written."""
-    _ensure_application()
+    ensure_application()
     summary = summarize(model)
     names = NameIndex.of(model)
     day = (generated or _dt.date.today()).isoformat()
