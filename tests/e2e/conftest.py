@@ -1,12 +1,20 @@
-"""End-to-end helpers: run the real `stockade` console script in a child process."""
+"""End-to-end helpers: the `stockade` command line in this process (`run_cli`, the default) or
+as a real child process (`run_cli_process`, where the process boundary is what is tested)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+import pytest
+
+from tests.conftest import THF_FIXTURES
+from tests.helpers.cli import CliResult, invoke
+from tests.helpers.fake_provider import FakeProviderServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_SECONDS = 120
@@ -44,6 +52,16 @@ def run_cli(
     env: Mapping[str, str | None] | None = None,
     input: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
+) -> CliResult:
+    """`stockade ARGS...` through `main(argv)` in this process (see `tests.helpers.cli`)."""
+    return invoke(*args, env=env, input=input, cwd=cwd)
+
+
+def run_cli_process(
+    *args: str | os.PathLike[str],
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `stockade ARGS...` as a real process; returns it with returncode, stdout, stderr."""
     return subprocess.run(
@@ -57,3 +75,18 @@ def run_cli(
         timeout=CLI_TIMEOUT_SECONDS,
         check=False,
     )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    """A fake provider server on 127.0.0.1 for one test."""
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    """A copy of the full canonical fixture the test may change."""
+    target = tmp_path / "model.thf"
+    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", target)
+    return target

@@ -70,7 +70,7 @@ def test_stop_while_a_turn_waits_without_its_dialog_cancels_it_quietly(
     driver.qtbot.waitUntil(controller.pane.review_button.isVisible, timeout=10_000)
     controller.pane.stop_button.click()
     wait_settled(driver, controller)
-    assert controller.session is not None and controller.session.finished
+    assert controller.turn is not None and controller.turn.finished
     assert card_statuses(controller) == {"toolu_1": "denied"}
     assert "Stopped" in controller.pane.notice_label.text()
     assert not controller.pane.error_label.isVisible()
@@ -107,9 +107,9 @@ def test_a_follow_up_turn_sends_the_earlier_conversation(
     choose(controller)
     send(driver, controller, "first question")
     wait_settled(driver, controller)
-    first_session = controller.session
+    first_session = controller.turn
     send(driver, controller, "second question")
-    assert controller.session is not first_session
+    assert controller.turn is not first_session
     wait_settled(driver, controller)
 
     sent = json.dumps(server.requests[1].body["messages"])
@@ -148,7 +148,7 @@ def test_sending_without_a_document_says_so_in_one_line(driver: WindowDriver) ->
     controller.pane.send_button.click()
     driver.qtbot.waitUntil(controller.pane.error_label.isVisible, timeout=10_000)
     assert controller.pane.error_label.text() == "Open or create a threat model first."
-    assert controller.session is None
+    assert controller.turn is None
 
 
 def test_a_damaged_database_error_wraps_so_its_advice_is_readable_in_a_narrow_pane(
@@ -166,3 +166,18 @@ def test_a_damaged_database_error_wraps_so_its_advice_is_readable_in_a_narrow_pa
     # Unwrapped, the label would ask for the whole sentence's width and be cut at the edge.
     assert label.minimumSizeHint().width() < controller.pane.minimumWidth()
     assert label.heightForWidth(controller.pane.minimumWidth()) > label.fontMetrics().height()
+
+
+def test_choosing_a_provider_selects_its_model_from_settings_not_the_first_listed(
+        driver: WindowDriver) -> None:
+    controller = assistant(driver)
+    pane = controller.pane
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("anthropic"))
+    # The model list names Opus first; the default (and the user's choice) is Sonnet.
+    assert pane.selection() == ("anthropic", "claude-sonnet-5")
+    pane.model_combo.setCurrentIndex(pane.model_combo.findData("claude-haiku-4-5-20251001"))
+    pane.model_combo.activated.emit(pane.model_combo.currentIndex())
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("openai"))
+    assert pane.selection() == ("openai", "gpt-5.6-sol")
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("anthropic"))
+    assert pane.selection() == ("anthropic", "claude-haiku-4-5-20251001")  # remembered

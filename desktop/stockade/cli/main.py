@@ -17,7 +17,9 @@ from stockade.cli.common import CliArgumentParser, ExitCode, UsageError, print_e
 COMMAND_SUMMARIES: dict[str, str] = {
     "validate": "check that .thf files are valid threat models",
     "fmt": "rewrite .thf files in canonical form",
-    "report": "write an HTML report or a CSV/JSON export of a .thf file",
+    "report": "write an HTML, PDF or Markdown report or a CSV/JSON export of a .thf file",
+    "import": "import a TM7, Threat Dragon, OTM or pytm model as a .thf file",
+    "export": "export a .thf file as OTM or Threat Dragon JSON",
     "keys": "save, check or remove provider API keys",
     "assist": "run one governed assistant turn on a .thf file, headless",
     "runs": "list, decide and resume parked assistant runs",
@@ -27,7 +29,10 @@ COMMAND_SUMMARIES: dict[str, str] = {
 same). `stockade --help` is built from these, so it imports no subcommand module."""
 
 COMMANDS: tuple[str, ...] = tuple(COMMAND_SUMMARIES)
-"""Subcommand modules, each `stockade.cli.<name>` with `add_parser(subparsers)`."""
+"""Subcommands, each a module `stockade.cli.<module>` with `add_parser(subparsers)`."""
+
+COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
+"""Commands whose module name differs from the command (`import` is a Python keyword)."""
 
 APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
 
@@ -41,7 +46,7 @@ def _import_command(name: str) -> ModuleType | None:
     A module that exists but fails to import (a missing dependency of its own) is a real
     error and propagates.
     """
-    qualified = f"stockade.cli.{name}"
+    qualified = f"stockade.cli.{COMMAND_MODULES.get(name, name)}"
     try:
         return importlib.import_module(qualified)
     except ModuleNotFoundError as err:
@@ -51,8 +56,8 @@ def _import_command(name: str) -> ModuleType | None:
 
 
 def _command_available(name: str) -> bool:
-    """Whether `stockade.cli.<name>` is in this build, found without importing it."""
-    return importlib.util.find_spec(f"stockade.cli.{name}") is not None
+    """Whether the command's module is in this build, found without importing it."""
+    return importlib.util.find_spec(f"stockade.cli.{COMMAND_MODULES.get(name, name)}") is not None
 
 
 def build_help_parser() -> argparse.ArgumentParser:

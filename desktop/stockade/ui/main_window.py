@@ -24,6 +24,7 @@ from stockade.paths import data_dir
 from stockade.thf.errors import ThfError
 from stockade.thf.model import Severity, ThreatModel
 from stockade.ui.common import crash_handler
+from stockade.ui.common.help_menu import HelpMenu
 from stockade.ui.common.prompts import Prompts
 from stockade.ui.common.recent_files import RecentFiles
 from stockade.ui.document.detail_pane import DetailPane
@@ -153,6 +154,10 @@ class MainWindow(QMainWindow):
             self.file_menu, "actionOpen", "&Open…",
             lambda: self.spawn(self.open_with_dialog()), QKeySequence.StandardKey.Open,
         )
+        self._action(
+            self.file_menu, "actionImport", "&Import…",
+            lambda: self.spawn(self.commands.import_with_dialog()),
+        )
         self.recent_menu = self.file_menu.addMenu("Open &Recent")
         self.recent_menu.setObjectName("recentMenu")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
@@ -208,7 +213,7 @@ class MainWindow(QMainWindow):
 
         self.help_menu = bar.addMenu("&Help")
         self.help_menu.setObjectName("helpMenu")
-        self._action(self.help_menu, "actionAbout", "&About Stockade", self._show_about)
+        self.help_actions = HelpMenu(self)  # About Stockade, Copy diagnostics
 
     def _connect(self) -> None:
         doc = self.open_document
@@ -387,7 +392,7 @@ class MainWindow(QMainWindow):
         self.show_tab(AppTab.TREE)
 
     def _on_unexpected_error(self, message: str) -> None:
-        self.prompts.show_error("Unexpected problem", message)
+        self.prompts.show_unexpected_error(message)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -484,15 +489,6 @@ class MainWindow(QMainWindow):
     def _fit(self) -> None:
         self.show_tab(AppTab.DIAGRAM)
         self.diagram_view.fit()
-
-    def _show_about(self) -> None:
-        from stockade import __version__
-
-        self.prompts.show_info(
-            "About Stockade",
-            f"Stockade {__version__}\n\nOffline review of .thf threat models, with an AI "
-            "assistant whose every edit is proposed, approved, metered, audited and undoable.",
-        )
 
     def _restore_geometry(self) -> None:
         settings = window_settings()

@@ -245,6 +245,11 @@ class AssistantController(QObject):
     async def save_settings(self, settings: Settings) -> None:
         self.settings = settings
         current = self._with_recent_files(settings)
+        if self.service.worker.closed:
+            # The window closed between the save being scheduled and it running: nothing else
+            # runs any more, so the last choice is written here rather than lost.
+            save_settings(current)
+            return
         await self.service.worker.run(lambda: save_settings(current))
 
     def _with_recent_files(self, settings: Settings) -> Settings:
@@ -333,7 +338,7 @@ class AssistantController(QObject):
         base_count = len(self._conversation)
         self._seen_document = history.document
         try:
-            turn = await self.service.start_turn(
+            turn = await self.service.prepare_turn(
                 config, history,
                 document_path=self._document_path()
                 or f"{UNSAVED_PREFIX}{history.document.metadata.title}",
@@ -345,6 +350,7 @@ class AssistantController(QObject):
         if self._closed:
             return
         self.turn = turn
+        await turn.start()
         await self._continue(turn)
 
     def _fail_outside_turn(self, message: str) -> None:
@@ -578,10 +584,10 @@ class AssistantController(QObject):
                 self.turnParked.emit(turn.run_id)
             except REFUSALS:
                 log.warning("the waiting turn could not be parked on close", exc_info=True)
-        elif turn is not None and turn.live:
+        elif turn is not None and turn.live and not turn.parking:
             turn.cancel()
         self.turn = None
-        self.service.close()
+        self.service.close()  # waits for queued work: a Decide later under way completes
 
     # -- parked runs of the open document ---------------------------------------------------
 

@@ -17,6 +17,10 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 T = TypeVar("T")
 
 THF_FILE_FILTER = "Threat models (*.thf *.yaml *.yml);;All files (*)"
+IMPORT_FILE_FILTER = (
+    "Models from other tools (*.tm7 *.json *.yaml *.yml);;Microsoft Threat Modeling Tool "
+    "(*.tm7);;Threat Dragon, OTM or pytm JSON (*.json);;OTM YAML (*.yaml *.yml);;All files (*)"
+)
 
 
 class UnsavedChoice(StrEnum):
@@ -34,6 +38,13 @@ class Prompts:
     async def choose_open_path(self, directory: str = "") -> str | None:
         dialog = QFileDialog(self._parent, "Open threat model", directory, THF_FILE_FILTER)
         dialog.setObjectName("openFileDialog")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        return await self._file_dialog(dialog)
+
+    async def choose_import_path(self, directory: str = "") -> str | None:
+        dialog = QFileDialog(self._parent, "Import a model", directory, IMPORT_FILE_FILTER)
+        dialog.setObjectName("importFileDialog")
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
         return await self._file_dialog(dialog)
@@ -93,6 +104,12 @@ class Prompts:
         box.finished.connect(box.deleteLater)
         box.open()
 
+    def show_unexpected_error(self, message: str) -> None:
+        """The crash notice: one plain line and a button that opens the log folder."""
+        from stockade.ui.common.crash_dialog import show_crash_dialog
+
+        show_crash_dialog(self._parent, message)
+
     async def _file_dialog(self, dialog: QFileDialog) -> str | None:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
@@ -118,3 +135,9 @@ class StderrPrompts(Prompts):
 
     def show_info(self, title: str, text: str) -> None:
         print(f"stockade: {title}: {text}", file=sys.stderr)
+
+    def show_unexpected_error(self, message: str) -> None:
+        from stockade.diagnostics import log_folder
+
+        print(f"stockade: Unexpected problem: {message} (log folder: {log_folder()})",
+              file=sys.stderr)

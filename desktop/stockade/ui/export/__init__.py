@@ -1,0 +1,1 @@
+"""Qt renderers for exported documents (the PDF report)."""
