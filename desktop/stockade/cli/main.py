@@ -15,7 +15,9 @@ from types import ModuleType
 
 from stockade.cli.common import CliArgumentParser, ExitCode, UsageError, print_error
 
-COMMANDS: tuple[str, ...] = ("validate", "fmt", "report", "keys", "assist", "runs", "audit")
+COMMANDS: tuple[str, ...] = (
+    "validate", "fmt", "report", "diagram", "keys", "assist", "runs", "audit",
+)
 """Subcommand modules, each `stockade.cli.<name>` with `add_parser(subparsers)`."""
 
 APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")

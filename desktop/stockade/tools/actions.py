@@ -959,3 +959,23 @@ def delete_group(document: ThreatModel, group_id: str, cascade: bool = False) ->
         text,
         removed=removed,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Document properties
+
+
+class MetadataUpdates(_Updates):
+    title: NameText | None = None
+    author: ShortText | None = None
+    description: LongText | None = None
+
+
+def update_metadata(document: ThreatModel, updates: MetadataUpdates) -> ActionOutcome:
+    """Change the title, author or description of the document."""
+    metadata = document.metadata.model_copy(update=updates.given())
+    return _finish(
+        document,
+        document.model_copy(update={"metadata": metadata}),
+        f"Updated document properties: {_changed_fields(updates)}.",
+    )

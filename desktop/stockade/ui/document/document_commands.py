@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 
 from stockade.thf.errors import ThfError
-from stockade.ui.common.prompts import UnsavedChoice
+from stockade.thf.model import ThreatModel
+from stockade.tools import actions
+from stockade.tools.schema import parse_input
+from stockade.ui.common.prompts import UnsavedChoice, await_dialog
 from stockade.ui.document.document_files import (
     FileProblem,
+    export_diagram,
     export_report,
     read_document,
     write_document,
@@ -101,6 +105,7 @@ class DocumentCommands(QObject):
         document = self._window.open_document.document
         if document is None:
             return False
+        document = self._stamp_modified(document)
         problem = await write_document(document, path)
         if problem is not None:
             self._window.statusBar().showMessage(problem.title, 8000)
@@ -132,6 +137,68 @@ class DocumentCommands(QObject):
             return False
         self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
         return True
+
+    def _stamp_modified(self, document: ThreatModel) -> ThreatModel:
+        """Saving records today as `metadata.modified` (in place, not as an undo step)."""
+        today = _dt.date.today().isoformat()
+        if document.metadata.modified == today:
+            return document
+        stamped = document.model_copy(
+            update={"metadata": document.metadata.model_copy(update={"modified": today})}
+        )
+        history = self._window.open_document.history
+        if history is not None and history.document is document:
+            history.replace(stamped)
+        return stamped
+
+    async def export_diagram_with_dialog(self) -> bool:
+        """File → Export diagram: an SVG or a PNG of the whole diagram."""
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        chosen = await self._window.prompts.choose_save_path(
+            str(self.suggested_path("-diagram.svg")),
+            "SVG image (*.svg);;PNG image (*.png)",
+            "Export diagram",
+        )
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if path.suffix.lower() not in (".svg", ".png"):
+            path = path.with_name(path.name + ".svg")
+        problem = await export_diagram(document, path)
+        if problem is not None:
+            self._window.prompts.show_error(problem.title, problem.message)
+            return False
+        self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
+        return True
+
+    async def edit_properties(self) -> bool:
+        """Document → Properties: title, author and description as one undo step."""
+        from stockade.ui.document.properties_dialog import PropertiesDialog
+
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        committed: list[bool] = []
+
+        def attempt(changes: dict[str, object]) -> actions.ActionOutcome:
+            live = self._window.open_document.document
+            if live is None:
+                return actions.ActionError("The document was closed.")
+            parsed = parse_input(actions.MetadataUpdates, changes)
+            if isinstance(parsed, list):
+                return actions.ActionError("Not applied: " + "; ".join(parsed) + ".")
+            outcome = actions.update_metadata(live, parsed)
+            if isinstance(outcome, actions.ActionResult):
+                self._window.open_document.apply_edit(outcome.document, outcome.result)
+                committed.append(True)
+            return outcome
+
+        dialog = PropertiesDialog(document.metadata, attempt, self._window)
+        await await_dialog(dialog)
+        dialog.deleteLater()
+        return bool(committed)
 
     def suggested_path(self, suffix: str) -> Path:
         path = self._window.open_document.path

@@ -1,0 +1,1 @@
+"""Images rendered with Qt for export (the diagram as PNG)."""
