@@ -39,7 +39,6 @@ from stockade.ui.document.find_bar import FindBar
 from stockade.ui.document.open_document import HistoryFactory, OpenDocument
 from stockade.ui.document.summary_view import SummaryView
 
-
 ActionOutcomeOrText = actions.ActionResult | str
 
 
@@ -236,6 +235,12 @@ class MainWindow(QMainWindow):
             self.view_menu, "actionZoomOut", "Zoom &out", self._zoom_out, QKeySequence.StandardKey.ZoomOut
         )
         self._action(self.view_menu, "actionFit", "&Fit diagram", self._fit, "Ctrl+0")
+        self.legend_action = self._action(
+            self.view_menu, "actionLegend", "Diagram &legend",
+            lambda: self.diagram_view.legend.setVisible(self.legend_action.isChecked()),
+        )
+        self.legend_action.setCheckable(True)
+        self.legend_action.setChecked(True)
 
         self.assistant_menu = bar.addMenu("&Assistant")
         self.assistant_menu.setObjectName("assistantMenu")
@@ -256,6 +261,8 @@ class MainWindow(QMainWindow):
         self.tree_pane.deleteRequested.connect(self._on_tree_deleteRequested)
         self.diagram_view.entitySelected.connect(self._on_diagram_entitySelected)
         self.diagram_view.entityMoved.connect(self._on_diagram_entityMoved)
+        self.diagram_view.addRequested.connect(self._on_tree_addRequested)
+        self.diagram_view.deleteRequested.connect(self._on_tree_deleteRequested)
         self.summary_view.entitySelected.connect(self._on_summary_entitySelected)
         self.authoring.entityAdded.connect(self._on_authoring_entityAdded)
         self.find_bar.matchChosen.connect(self._on_find_bar_matchChosen)

@@ -32,6 +32,16 @@ REPORT_FORMATS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _stamped(document: ThreatModel) -> ThreatModel:
+    """The document with today as `metadata.modified` (itself when already so)."""
+    today = _dt.date.today().isoformat()
+    if document.metadata.modified == today:
+        return document
+    return document.model_copy(
+        update={"metadata": document.metadata.model_copy(update={"modified": today})}
+    )
+
+
 class DocumentCommands(QObject):
     """File operations for one window; every failure is shown in plain words and loses nothing.
 
@@ -105,8 +115,11 @@ class DocumentCommands(QObject):
         document = self._window.open_document.document
         if document is None:
             return False
-        document = self._stamp_modified(document)
+        live = document
+        document = _stamped(document)
         problem = await write_document(document, path)
+        if problem is None and document is not live:
+            self._record_stamp(live, document)
         if problem is not None:
             self._window.statusBar().showMessage(problem.title, 8000)
             self._window.prompts.show_error(problem.title, problem.message)
@@ -138,18 +151,11 @@ class DocumentCommands(QObject):
         self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
         return True
 
-    def _stamp_modified(self, document: ThreatModel) -> ThreatModel:
-        """Saving records today as `metadata.modified` (in place, not as an undo step)."""
-        today = _dt.date.today().isoformat()
-        if document.metadata.modified == today:
-            return document
-        stamped = document.model_copy(
-            update={"metadata": document.metadata.model_copy(update={"modified": today})}
-        )
+    def _record_stamp(self, live: ThreatModel, stamped: ThreatModel) -> None:
+        """The saved file carries today's date: so does the live document (not an undo step)."""
         history = self._window.open_document.history
-        if history is not None and history.document is document:
+        if history is not None and history.document is live:
             history.replace(stamped)
-        return stamped
 
     async def export_diagram_with_dialog(self) -> bool:
         """File → Export diagram: an SVG or a PNG of the whole diagram."""

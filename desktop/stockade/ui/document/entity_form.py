@@ -62,8 +62,9 @@ def _catalog_types() -> tuple[tuple[str, str], ...]:
 
 _SEVERITIES = tuple((s.value, s.value) for s in Severity)
 _CATEGORIES = tuple((c.value, c.value) for c in StrideCategory)
-_STATUSES = (("no mitigation", NO_MITIGATION),) + tuple(
-    (s.value.replace("_", " "), s.value) for s in MitigationStatus
+_STATUSES = (
+    ("no mitigation", NO_MITIGATION),
+    *((s.value.replace("_", " "), s.value) for s in MitigationStatus),
 )
 
 _NAME = FormField("name", "Name", FieldKind.TEXT)
@@ -161,7 +162,7 @@ def entity_values(entity: Any, fields: Sequence[FormField]) -> dict[str, Any]:
             values[f.key] = bool(entity.extras.get("encrypted", False))
         else:
             value = getattr(entity, "from_" if f.key == "from" else f.key, None)
-            if hasattr(value, "value"):
+            if isinstance(value, StrEnum):
                 value = value.value
             if f.kind is FieldKind.FLAG:
                 value = bool(value)
@@ -236,13 +237,13 @@ class EntityForm(QWidget):
             box = QCheckBox(self)
             box.toggled.connect(self._on_input_changed)
             return box
-        edit = QLineEdit(self)
+        line = QLineEdit(self)
         if f.kind is FieldKind.REFERENCE:
-            edit.setPlaceholderText("an id" if not f.optional else "an id, or empty for none")
+            line.setPlaceholderText("an id" if not f.optional else "an id, or empty for none")
         elif f.kind in (FieldKind.REFERENCES, FieldKind.TEXT_LIST):
-            edit.setPlaceholderText("comma-separated")
-        edit.textEdited.connect(self._on_input_changed)
-        return edit
+            line.setPlaceholderText("comma-separated")
+        line.textEdited.connect(self._on_input_changed)
+        return line
 
     def set_id_choices(self, document: ThreatModel | None) -> None:
         """Offer completion of existing ids in reference fields."""
@@ -257,10 +258,8 @@ class EntityForm(QWidget):
                 completer = QCompleter(ids, widget)
                 completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
                 completer.setFilterMode(Qt.MatchFlag.MatchContains)
-                old = widget.completer()
+                # Qt deletes the previous completer, which this widget parents.
                 widget.setCompleter(completer)
-                if old is not None:
-                    old.deleteLater()
 
     # -- values -----------------------------------------------------------------------------
 

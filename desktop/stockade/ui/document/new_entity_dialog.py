@@ -7,8 +7,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
-from stockade.tools import actions
 from stockade.thf.model import ThreatModel
+from stockade.tools import actions
 from stockade.ui.document.entity_form import ADD_FIELDS, EntityForm, add_input
 from stockade.ui.document.entity_kinds import KINDS
 

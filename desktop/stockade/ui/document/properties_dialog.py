@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -12,9 +15,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from collections.abc import Callable
-from typing import Any
 
 from stockade.thf.model import Metadata
 from stockade.tools import actions
