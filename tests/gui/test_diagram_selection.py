@@ -165,8 +165,8 @@ def test_relationships_are_drawn_dashed_and_select_in_the_tree(driver: WindowDri
     drawn = scene.flows[scene.flow_index[("relationships", relationship.id)]]
     assert drawn.section == "relationships"
     # Click the middle of the edge, where nothing else lies.
-    middle = view.mapFromScene(drawn.line.center())
-    view.centerOn(drawn.line.center())
-    middle = view.mapFromScene(drawn.line.center())
+    middle = view.mapFromScene(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
+    view.centerOn(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
+    middle = view.mapFromScene(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
     driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(middle))
     assert driver.window.tree_pane.selected_key == ("relationships", relationship.id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from PySide6.QtCore import QLineF, QPointF, QRectF
 from PySide6.QtGui import QColor
@@ -74,6 +75,7 @@ class DrawnElement:
     name: str
     look: ElementLook
     rect: QRectF
+    box: Box
     badge: ThreatBadge | None
     source: object
     """The document entity: immutable, so `is` tells whether it changed."""
@@ -89,9 +91,13 @@ class DrawnFlow:
     label: str
     source: int
     target: int
-    line: QLineF
-    bounds: QRectF
+    box: Box
+    """Bounds of both endpoints' boxes: enough to find it, cheap to compute for 75k flows."""
     badge: ThreatBadge | None
+    line: QLineF | None = None
+    """Edge to edge, built the first time it is drawn near enough to see arrows."""
+    center_line: QLineF | None = None
+    """Centre to centre, built the first time it is drawn from far away."""
 
 
 @dataclass(slots=True)
@@ -99,6 +105,7 @@ class DrawnBoundary:
     entity_id: str
     name: str
     rect: QRectF
+    box: Box
     color: QColor
 
 
@@ -112,23 +119,29 @@ class VisibleSet:
     boundaries: list[int]
 
 
-def _edge_point(rect: QRectF, tx: float, ty: float) -> QPointF:
-    """Where the line from `rect`'s centre toward (tx, ty) leaves the rectangle."""
-    cx, cy = rect.center().x(), rect.center().y()
+def _edge_point(cx: float, cy: float, hw: float, hh: float, tx: float, ty: float) -> tuple[float, float]:
+    """Where the line from a box's centre (half-size hw, hh) toward (tx, ty) leaves the box."""
     dx, dy = tx - cx, ty - cy
     if dx == 0 and dy == 0:
-        return QPointF(cx, cy)
-    scale = min(rect.width() / 2 / abs(dx) if dx else math.inf,
-                rect.height() / 2 / abs(dy) if dy else math.inf)
-    return QPointF(cx + dx * scale, cy + dy * scale)
+        return (cx, cy)
+    scale = min(hw / abs(dx) if dx else math.inf, hh / abs(dy) if dy else math.inf)
+    return (cx + dx * scale, cy + dy * scale)
 
 
 def flow_line(source: QRectF, target: QRectF) -> QLineF:
-    if source == target:  # a self-loop: a short span over the top edge
-        x, y = source.center().x(), source.top()
-        return QLineF(x - 20.0, y, x + 20.0, y)
-    s, t = source.center(), target.center()
-    return QLineF(_edge_point(source, t.x(), t.y()), _edge_point(target, s.x(), s.y()))
+    return _flow_line(source.x(), source.y(), source.width(), source.height(),
+                      target.x(), target.y(), target.width(), target.height())
+
+
+def _flow_line(sx: float, sy: float, sw: float, sh: float,
+               tx: float, ty: float, tw: float, th: float) -> QLineF:
+    if sx == tx and sy == ty:  # a self-loop: a short span over the top edge
+        x = sx + sw / 2
+        return QLineF(x - 20.0, sy, x + 20.0, sy)
+    scx, scy, tcx, tcy = sx + sw / 2, sy + sh / 2, tx + tw / 2, ty + th / 2
+    x1, y1 = _edge_point(scx, scy, sw / 2, sh / 2, tcx, tcy)
+    x2, y2 = _edge_point(tcx, tcy, tw / 2, th / 2, scx, scy)
+    return QLineF(x1, y1, x2, y2)
 
 
 def _shifted(line: QLineF, offset: float) -> QLineF:
@@ -144,9 +157,16 @@ def route(section: str, source: QRectF, target: QRectF) -> QLineF:
     return _shifted(line, RELATIONSHIP_OFFSET) if section == "relationships" else line
 
 
-def _line_bounds(line: QLineF, loop: bool) -> QRectF:
-    box = QRectF(line.p1(), line.p2()).normalized()
-    return box.adjusted(-12.0, -LOOP_HEIGHT - 12.0 if loop else -12.0, 12.0, 12.0)
+Box = tuple[float, float, float, float]
+"""(left, top, right, bottom): plain floats are what area scans compare fastest."""
+
+
+def _rect_box(rect: QRectF) -> Box:
+    return (rect.left(), rect.top(), rect.right(), rect.bottom())
+
+
+def box_rect(box: Box) -> QRectF:
+    return QRectF(box[0], box[1], box[2] - box[0], box[3] - box[1])
 
 
 class DiagramScene:
@@ -165,14 +185,16 @@ class DiagramScene:
             badge = element_badges.get(element.id)
             old = reuse.get(id(element))
             if old is not None and old.badge == badge and old.source is element:
-                drawn = DrawnElement(old.entity_id, old.name, old.look, old.rect, badge, element)
+                drawn = DrawnElement(old.entity_id, old.name, old.look, old.rect, old.box, badge,
+                                     element)
             else:
                 look = looks.get(element.type)
                 if look is None:
                     look = looks[element.type] = element_look(element.type)
+                x, y = element.position.x, element.position.y
                 drawn = DrawnElement(
                     element.id, element.name or element.id, look,
-                    QRectF(element.position.x, element.position.y, NODE_WIDTH, NODE_HEIGHT),
+                    QRectF(x, y, NODE_WIDTH, NODE_HEIGHT), (x, y, x + NODE_WIDTH, y + NODE_HEIGHT),
                     badge, element,
                 )
             self.element_index[element.id] = len(self.elements)
@@ -192,11 +214,10 @@ class DiagramScene:
                         flow.name or getattr(flow, "protocol", "") or "")
                 else:
                     label = flow.name or str(getattr(flow, "type", "")).replace("_", " ")
-                line = route(section, self.elements[source].rect, self.elements[target].rect)
                 index = len(self.flows)
                 self.flows.append(DrawnFlow(
-                    section, flow.id, label, source, target, line,
-                    _line_bounds(line, source == target),
+                    section, flow.id, label, source, target,
+                    self._flow_box(source, target),
                     flow_badges.get(flow.id) if section == "data_flows" else None,
                 ))
                 self.flow_index[(section, flow.id)] = index
@@ -211,8 +232,33 @@ class DiagramScene:
             if not color.isValid():
                 color = QColor("#ef4444")
             self.boundary_index[boundary.id] = len(self.boundaries)
-            self.boundaries.append(DrawnBoundary(boundary.id, boundary.name, QRectF(x, y, w, h), color))
+            self.boundaries.append(DrawnBoundary(boundary.id, boundary.name, QRectF(x, y, w, h),
+                                                 (x, y, x + w, y + h), color))
         self._visible: VisibleSet | None = None
+        self._everything: VisibleSet | None = None
+        self._bounds = self.bounds()
+
+    def _flow_box(self, source: int, target: int) -> Box:
+        a, b = self.elements[source].box, self.elements[target].box
+        top = min(a[1], b[1]) - (LOOP_HEIGHT + 12.0 if source == target else 12.0)
+        return (min(a[0], b[0]) - 12.0, top, max(a[2], b[2]) + 12.0, max(a[3], b[3]) + 12.0)
+
+    def line(self, index: int) -> QLineF:
+        """A flow's edge-to-edge line (built on first use)."""
+        flow = self.flows[index]
+        if flow.line is None:
+            flow.line = route(flow.section, self.elements[flow.source].rect,
+                              self.elements[flow.target].rect)
+        return flow.line
+
+    def center_line(self, index: int) -> QLineF:
+        """A flow's centre-to-centre line (what a far-away view draws)."""
+        flow = self.flows[index]
+        if flow.center_line is None:
+            a, b = self.elements[flow.source].box, self.elements[flow.target].box
+            flow.center_line = QLineF((a[0] + a[2]) / 2, (a[1] + a[3]) / 2,
+                                      (b[0] + b[2]) / 2, (b[1] + b[3]) / 2)
+        return flow.center_line
 
     def _elements_by_source(self) -> dict[int, DrawnElement]:
         return {id(e.source): e for e in self.elements}
@@ -224,12 +270,11 @@ class DiagramScene:
         return len(self.elements) + len(self.flows) + len(self.boundaries)
 
     def bounds(self) -> QRectF:
-        box = QRectF()
-        for rects in ([e.rect for e in self.elements], [f.bounds for f in self.flows],
-                      [b.rect for b in self.boundaries]):
-            for rect in rects:
-                box = box.united(rect) if not box.isNull() else QRectF(rect)
-        return box
+        boxes = [e.box for e in self.elements] + [b.box for b in self.boundaries]
+        if not boxes:
+            return QRectF()
+        return box_rect((min(b[0] for b in boxes), min(b[1] for b in boxes),
+                         max(b[2] for b in boxes), max(b[3] for b in boxes)))
 
     def entity_rect(self, section: str, entity_id: str) -> QRectF | None:
         """The scene rectangle an entity occupies (a flow: its line's bounds)."""
@@ -238,31 +283,83 @@ class DiagramScene:
         if section == "trust_boundaries" and entity_id in self.boundary_index:
             return QRectF(self.boundaries[self.boundary_index[entity_id]].rect)
         index = self.flow_index.get((section, entity_id))
-        return QRectF(self.flows[index].bounds) if index is not None else None
+        return box_rect(self.flows[index].box) if index is not None else None
 
     def has(self, section: str, entity_id: str) -> bool:
         return self.entity_rect(section, entity_id) is not None
 
-    def visible(self, area: QRectF) -> VisibleSet:
-        """What lies in `area`, from a cached scan of a larger area around it when possible."""
-        cached = self._visible
-        if cached is not None and cached.area.contains(area):
-            return cached
+    def visible(self, area: QRectF, reuse_up_to: float = 1.5) -> VisibleSet:
+        """What lies in `area`, from a cached scan of a larger area around it when possible.
+
+        A cached scan serves an area inside it at most `reuse_up_to` times smaller (zooming in
+        asks for less, and a close view must not get the whole canvas back to sift through).
+        """
         mx, my = area.width() * QUERY_MARGIN, area.height() * QUERY_MARGIN
         wide = area.adjusted(-mx, -my, mx, my)
-        left, top, right, bottom = wide.left(), wide.top(), wide.right(), wide.bottom()
-
-        def inside(rect: QRectF) -> bool:
-            return not (rect.right() < left or rect.left() > right
-                        or rect.bottom() < top or rect.top() > bottom)
-
-        self._visible = VisibleSet(
-            wide,
-            [i for i, e in enumerate(self.elements) if inside(e.rect)],
-            [i for i, f in enumerate(self.flows) if inside(f.bounds)],
-            [i for i, b in enumerate(self.boundaries) if inside(b.rect)],
-        )
+        cached = self._visible
+        if (cached is not None and cached.area.contains(area)
+                and cached.area.width() <= wide.width() * reuse_up_to
+                and cached.area.height() <= wide.height() * reuse_up_to):
+            return cached
+        if wide.contains(self._bounds):
+            if self._everything is None:
+                self._everything = VisibleSet(
+                    QRectF(self._bounds), list(range(len(self.elements))),
+                    list(range(len(self.flows))), list(range(len(self.boundaries))))
+            self._everything.area = wide
+            self._visible = self._everything
+        else:
+            self._visible = self._scan(wide)
         return self._visible
+
+    def exactly_in(self, area: QRectF) -> VisibleSet:
+        """What lies in `area` itself (filtered from the cached scan around it)."""
+        wide = self.visible(area)
+        left, top, right, bottom = area.left(), area.top(), area.right(), area.bottom()
+
+        def keep(indexes: list[int], items: list[Any]) -> list[int]:
+            out = []
+            for i in indexes:
+                x0, y0, x1, y1 = items[i].box
+                if x1 >= left and x0 <= right and y1 >= top and y0 <= bottom:
+                    out.append(i)
+            return out
+
+        return VisibleSet(area, keep(wide.elements, self.elements), keep(wide.flows, self.flows),
+                          keep(wide.boundaries, self.boundaries))
+
+    def _scan(self, wide: QRectF) -> VisibleSet:
+        left, top, right, bottom = wide.left(), wide.top(), wide.right(), wide.bottom()
+        return VisibleSet(
+            wide,
+            _overlapping([e.box for e in self.elements], left, top, right, bottom),
+            self._flows_crossing(left, top, right, bottom),
+            _overlapping([b.box for b in self.boundaries], left, top, right, bottom),
+        )
+
+    def _moved(self) -> None:
+        self._visible = self._everything = None
+        self._bounds = self.bounds()
+
+    def _flows_crossing(self, left: float, top: float, right: float, bottom: float) -> list[int]:
+        """Flows whose segment passes through the area, not merely whose bounds overlap it:
+        a long flow's bounds cover much of the canvas, its line very little."""
+        elements = self.elements
+        out: list[int] = []
+        pad = 14.0
+        for i in _overlapping([f.box for f in self.flows], left, top, right, bottom):
+            flow = self.flows[i]
+            x0, y0, x1, y1 = flow.box
+            if x0 >= left and x1 <= right and y0 >= top and y1 <= bottom:
+                out.append(i)  # wholly inside: no need to clip
+                continue
+            a, b = elements[flow.source].box, elements[flow.target].box
+            if flow.source == flow.target or _segment_meets_box(
+                (a[0] + a[2]) / 2, (a[1] + a[3]) / 2, (b[0] + b[2]) / 2, (b[1] + b[3]) / 2,
+                left - pad, top - pad, right + pad, bottom + pad,
+            ):
+                out.append(i)
+        return out
 
     def hit(self, point: QPointF, tolerance: float) -> tuple[str, str] | None:
         """The entity under a scene point: elements first, then flows, then boundary edges."""
@@ -274,9 +371,10 @@ class DiagramScene:
         best: tuple[float, int] | None = None
         for i in visible.flows:
             flow = self.flows[i]
-            if not flow.bounds.contains(point):
+            x0, y0, x1, y1 = flow.box
+            if not (x0 <= point.x() <= x1 and y0 <= point.y() <= y1):
                 continue
-            distance = _distance_to_segment(point, flow.line)
+            distance = _distance_to_segment(point, self.line(i))
             if distance <= tolerance and (best is None or distance < best[0]):
                 best = (distance, i)
         if best is not None:
@@ -301,17 +399,46 @@ class DiagramScene:
         """Move an element (while dragging) and re-route the flows attached to it."""
         element = self.elements[index]
         element.rect = QRectF(top_left, element.rect.size())
+        element.box = _rect_box(element.rect)
         for flow_index in element.flows:
             flow = self.flows[flow_index]
-            flow.line = route(flow.section, self.elements[flow.source].rect,
-                              self.elements[flow.target].rect)
-            flow.bounds = _line_bounds(flow.line, flow.source == flow.target)
-        self._visible = None
+            flow.line = flow.center_line = None
+            flow.box = self._flow_box(flow.source, flow.target)
+        self._moved()
 
     def move_boundary(self, index: int, top_left: QPointF) -> None:
         boundary = self.boundaries[index]
         boundary.rect = QRectF(top_left, boundary.rect.size())
-        self._visible = None
+        boundary.box = _rect_box(boundary.rect)
+        self._moved()
+
+
+def _overlapping(boxes: list[Box], left: float, top: float, right: float,
+                 bottom: float) -> list[int]:
+    return [i for i, (x0, y0, x1, y1) in enumerate(boxes)
+            if x1 >= left and x0 <= right and y1 >= top and y0 <= bottom]
+
+
+def _segment_meets_box(x1: float, y1: float, x2: float, y2: float, left: float, top: float,
+                       right: float, bottom: float) -> bool:
+    """Liang-Barsky: whether the segment has any part inside the box."""
+    t0, t1 = 0.0, 1.0
+    dx, dy = x2 - x1, y2 - y1
+    for p, q in ((-dx, x1 - left), (dx, right - x1), (-dy, y1 - top), (dy, bottom - y1)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            if t > t1:
+                return False
+            t0 = max(t0, t)
+        else:
+            if t < t0:
+                return False
+            t1 = min(t1, t)
+    return t0 <= t1
 
 
 def _distance_to_segment(point: QPointF, line: QLineF) -> float:

@@ -12,6 +12,7 @@ from PySide6.QtGui import (
     QContextMenuEvent,
     QFont,
     QFontMetricsF,
+    QImage,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -19,7 +20,7 @@ from PySide6.QtGui import (
     QPolygonF,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QMenu, QToolTip, QWidget
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QLabel, QMenu, QToolTip, QWidget
 
 from stockade.report.diagram_svg import BADGE_COLORS, ThreatBadge
 from stockade.thf.model import ThreatModel
@@ -27,13 +28,12 @@ from stockade.ui.document.diagram_legend import DiagramLegend
 from stockade.ui.document.diagram_scene import (
     DiagramScene,
     DrawnElement,
-    DrawnFlow,
     ShapeRole,
     VisibleSet,
 )
 
 ZOOM_STEP = 1.25
-MIN_SCALE = 0.01
+MIN_SCALE = 0.002
 MAX_SCALE = 8.0
 SHAPES_LOD = 0.12
 """Below this scale elements are flat boxes and flows plain lines: nothing else is visible."""
@@ -41,6 +41,14 @@ NAMES_LOD = 0.3
 """From this scale element names are drawn (never smaller than `MIN_TEXT_PIXELS` on screen)."""
 LABELS_LOD = 0.55
 """From this scale type labels, flow labels and badge counts are drawn too."""
+OVERVIEW_PIXELS = 4096
+"""Longest side of the whole-diagram picture drawn when zoomed far out: one image instead of
+every box and line, so the far view costs the same for 100 elements or 50,000."""
+OVERVIEW_FLOWS = 20_000
+"""Flows drawn into that picture at most (an even sample beyond)."""
+MAX_FLOWS_DRAWN = 4000
+"""Past this many flows on screen the view draws an even sample of them and says so: the
+rest would take longer to rasterise than a frame may last, and could not be told apart."""
 MIN_TEXT_PIXELS = 9.0
 MAX_TEXT_ITEMS = 2500
 """More names than this on screen at once are unreadable anyway: draw boxes instead."""
@@ -88,6 +96,13 @@ class DiagramView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
         self.setMouseTracking(True)
         self.legend = DiagramLegend(self)
+        self.thinned_label = QLabel(self)
+        self.thinned_label.setObjectName("diagramThinnedNote")
+        self.thinned_label.setAccessibleName("Flows drawn at this zoom")
+        self.thinned_label.setAutoFillBackground(True)
+        self.thinned_label.setMargin(4)
+        self.thinned_label.move(8, 8)
+        self.thinned_label.hide()
         self._geometry: DiagramScene | None = None
         self._document: ThreatModel | None = None
         self._stale = False
@@ -100,6 +115,8 @@ class DiagramView(QGraphicsView):
         """(section, index, scene point pressed, the entity's top-left then) while dragging."""
         self._dragged = False
         self._text_cache: dict[tuple[str, int, int], tuple[str, ...]] = {}
+        self._overview: tuple[Any, ...] | None = None
+        self._picture: tuple[DiagramScene, tuple[float, QRectF, QImage, int] | None] | None = None
         self.builds = 0
         """Full geometry builds so far (tests check a hidden view builds nothing)."""
         self.last_paint_seconds = 0.0
@@ -201,6 +218,7 @@ class DiagramView(QGraphicsView):
         center = self.mapToScene(self.viewport().rect().center())
         keep = self._keep_view and self._built_once and self._document is not None
         previous = self._geometry if keep else None
+        self._overview = self._picture = None
         self._geometry = DiagramScene(self._document, previous) if self._document is not None else None
         self.builds += 1
         if self._geometry is None:
@@ -230,14 +248,112 @@ class DiagramView(QGraphicsView):
         if geometry is None or self._stale:
             return
         scale = self.current_scale()
-        visible = geometry.visible(rect)
-        detailed = scale >= SHAPES_LOD and len(visible.elements) <= MAX_TEXT_ITEMS * 4
+        image = self._overview_picture(geometry)
+        if image is not None and scale <= image[0] * 1.5:
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
+            painter.drawImage(image[1], image[2])
+            self._note_thinned(image[3], len(geometry.flows))
+            self._paint_selection(painter, geometry, scale)
+            return
+        # Far away, a larger cached scan is cheap to draw (lists built once): keep it longer.
+        wide = geometry.visible(rect, 4.0 if scale < SHAPES_LOD else 1.5)
+        if scale < SHAPES_LOD:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+            self._paint_overview(painter, geometry, wide)
+            self._paint_selection(painter, geometry, scale)
+            return
+        visible = geometry.exactly_in(rect)
+        detailed = len(visible.elements) <= MAX_TEXT_ITEMS * 4
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, detailed)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
         self._paint_boundaries(painter, geometry, visible, scale)
         self._paint_flows(painter, geometry, visible, rect, scale, detailed)
         self._paint_elements(painter, geometry, visible, rect, scale, detailed)
         self._paint_selection(painter, geometry, scale)
+
+    def _overview_picture(self, geometry: DiagramScene) -> tuple[float, QRectF, QImage, int] | None:
+        """(its scale, the scene area it shows, the picture, flows drawn), drawn once per
+        geometry; None for a diagram small enough to draw as it is at every zoom."""
+        cached = self._picture
+        if cached is not None and cached[0] is geometry:
+            return cached[1]
+        picture: tuple[float, QRectF, QImage, int] | None = None
+        bounds = geometry.bounds()
+        longest = max(bounds.width(), bounds.height(), 1.0)
+        picture_scale = min(OVERVIEW_PIXELS / longest, SHAPES_LOD)
+        if len(geometry.elements) + len(geometry.flows) > 3000 and picture_scale < SHAPES_LOD:
+            image = QImage(max(1, math.ceil(bounds.width() * picture_scale)),
+                           max(1, math.ceil(bounds.height() * picture_scale)),
+                           QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(self.palette().color(QPalette.ColorRole.Base))
+            painter = QPainter(image)
+            painter.scale(picture_scale, picture_scale)
+            painter.translate(-bounds.left(), -bounds.top())
+            everything = geometry.visible(bounds.adjusted(-1.0, -1.0, 1.0, 1.0))
+            drawn = self._paint_overview(painter, geometry, everything, OVERVIEW_FLOWS)
+            painter.end()
+            self._overview = None
+            picture = (picture_scale, QRectF(bounds), image, drawn)
+        self._picture = (geometry, picture)
+        return picture
+
+    def _paint_overview(self, painter: QPainter, geometry: DiagramScene, wide: VisibleSet,
+                        max_flows: int = MAX_FLOWS_DRAWN) -> int:
+        """Far away: flat boxes, plain lines and badge squares, from lists built once per scan
+        (panning reuses them; Qt clips what is off screen)."""
+        cached = self._overview
+        if cached is None or cached[0] is not wide:
+            elements, flows = geometry.elements, geometry.flows
+            by_role: dict[ShapeRole, list[QRectF]] = {role: [] for role in ShapeRole}
+            dots: dict[Any, list[QRectF]] = {}
+            for i in wide.elements:
+                element = elements[i]
+                by_role[element.look.role].append(element.rect)
+                if element.badge is not None:
+                    x1, y0 = element.box[2], element.box[1]
+                    dots.setdefault(element.badge.worst_open, []).append(
+                        QRectF(x1 - 30.0, y0, 30.0, 30.0))
+            shown = wide.flows
+            if len(shown) > max_flows:
+                shown = shown[:: math.ceil(len(shown) / max_flows)]
+            solid = [geometry.center_line(i) for i in shown if flows[i].section == "data_flows"]
+            dashed = [geometry.center_line(i) for i in shown if flows[i].section != "data_flows"]
+            cached = self._overview = (wide, by_role, dots, solid, dashed, len(shown), len(wide.flows))
+        _wide, by_role, dots, solid, dashed, drawn, total = cached
+        self._note_thinned(drawn, total)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        for boundary in (geometry.boundaries[i] for i in wide.boundaries):
+            painter.setPen(self._cosmetic(boundary.color, 1.0))
+            painter.drawRect(boundary.rect)
+        painter.setPen(self._cosmetic(_FLOW_COLOR, 1.0))
+        painter.drawLines(solid)
+        if dashed:
+            pen = self._cosmetic(_FLOW_COLOR, 1.0)
+            pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawLines(dashed)
+        for role, rects in by_role.items():
+            if rects:
+                fill = _ROLE_FILL[role] if role is not ShapeRole.ANNOTATION else QColor(148, 163, 184, 90)
+                painter.setBrush(QBrush(fill))
+                # A box is a few pixels here: its outline in the role's tint keeps it visible.
+                painter.setPen(self._cosmetic(fill.darker(160), 1.0))
+                painter.drawRects(rects)
+        painter.setPen(Qt.PenStyle.NoPen)
+        for severity, rects in dots.items():
+            painter.setBrush(QBrush(_BADGE_QCOLORS[severity]))
+            painter.drawRects(rects)
+        return drawn
+
+    def _note_thinned(self, drawn: int, total: int) -> None:
+        thinned = drawn < total
+        if thinned:
+            text = f"Zoom in to see every flow: {drawn:,} of {total:,} drawn at this zoom"
+            if self.thinned_label.text() != text:
+                self.thinned_label.setText(text)
+                self.thinned_label.adjustSize()
+        if thinned != self.thinned_label.isVisible():
+            self.thinned_label.setVisible(thinned)
 
     def _cosmetic(self, color: QColor, width: float = 1.2) -> QPen:
         pen = QPen(color, width)
@@ -276,9 +392,15 @@ class DiagramView(QGraphicsView):
                      rect: QRectF, scale: float, detailed: bool) -> None:
         solid: list[QLineF] = []
         dashed: list[QLineF] = []
-        for i in visible.flows:
-            flow = geometry.flows[i]
-            (dashed if flow.section == "relationships" else solid).append(flow.line)
+        near = scale >= NAMES_LOD
+        line_of = geometry.line if near else geometry.center_line
+        flows = geometry.flows
+        shown = visible.flows
+        if len(shown) > MAX_FLOWS_DRAWN:
+            shown = shown[:: math.ceil(len(shown) / MAX_FLOWS_DRAWN)]
+        self._note_thinned(len(shown), len(visible.flows))
+        for i in shown:
+            (dashed if flows[i].section == "relationships" else solid).append(line_of(i))
         painter.setPen(self._cosmetic(_FLOW_COLOR, 1.2 if detailed else 1.0))
         painter.drawLines(solid)
         if dashed:
@@ -291,7 +413,7 @@ class DiagramView(QGraphicsView):
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QBrush(_FLOW_COLOR))
         for i in visible.flows:
-            line = geometry.flows[i].line
+            line = geometry.line(i)
             if rect.contains(line.p2()):
                 painter.drawPolygon(_arrow_head(line, 11.0))
         labels = scale >= LABELS_LOD
@@ -304,7 +426,7 @@ class DiagramView(QGraphicsView):
         text_color = self.palette().color(QPalette.ColorRole.Text)
         for i in visible.flows:
             flow = geometry.flows[i]
-            middle = flow.line.center()
+            middle = geometry.line(i).center()
             if not rect.contains(middle):
                 continue
             if labels and flow.label:
@@ -329,7 +451,7 @@ class DiagramView(QGraphicsView):
         for i in visible.elements:
             element = elements[i]
             by_role[element.look.role].append(element.rect)
-        painter.setPen(self._cosmetic(_OUTLINE, 1.2) if detailed else Qt.PenStyle.NoPen)
+        painter.setPen(self._cosmetic(_OUTLINE, 1.2))
         for role, rects in by_role.items():
             if not rects:
                 continue
@@ -339,6 +461,9 @@ class DiagramView(QGraphicsView):
                 painter.setBrush(QBrush(QColor(148, 163, 184, 90)))
             else:
                 painter.setBrush(QBrush(_ROLE_FILL[role]))
+            if not detailed:
+                # Far away a box is a few pixels: its outline in the role's tint keeps it visible.
+                painter.setPen(self._cosmetic(_ROLE_FILL[role].darker(160), 1.0))
             if not detailed or role is ShapeRole.ACTOR:
                 painter.drawRects(rects)
             elif role is ShapeRole.SERVICE:
@@ -459,10 +584,10 @@ class DiagramView(QGraphicsView):
             painter.drawRoundedRect(geometry.boundaries[geometry.boundary_index[entity_id]].rect,
                                     10.0, 10.0)
         elif (section, entity_id) in geometry.flow_index:
-            flow: DrawnFlow = geometry.flows[geometry.flow_index[(section, entity_id)]]
-            painter.drawLine(flow.line)
+            line = geometry.line(geometry.flow_index[(section, entity_id)])
+            painter.drawLine(line)
             painter.setBrush(QBrush(_SELECTED))
-            painter.drawPolygon(_arrow_head(flow.line, max(11.0, 6.0 / scale)))
+            painter.drawPolygon(_arrow_head(line, max(11.0, 6.0 / scale)))
 
     # -- Qt overrides -----------------------------------------------------------------------
 
