@@ -52,7 +52,7 @@ def svg_to_png(svg: str) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, b"PNG"):
+    if not image.save(buffer, "PNG"):  # type: ignore[call-overload]  # the stubs say bytes; PySide6 takes str
         raise DiagramImageError("the diagram image could not be encoded as PNG")
     buffer.close()
     return bytes(data.data())
