@@ -27,6 +27,7 @@ from stockade.thf.errors import ThfError
 from stockade.thf.model import Severity, ThreatModel
 from stockade.tools import actions
 from stockade.ui.common import crash_handler
+from stockade.ui.common.colors import text_style
 from stockade.ui.common.prompts import Prompts
 from stockade.ui.common.recent_files import RecentFiles
 from stockade.ui.document.authoring import Authoring
@@ -355,7 +356,7 @@ class MainWindow(QMainWindow):
         is_secure, message = status
         self.keyring_label.setText("Keyring: secure" if is_secure else "Keyring: NOT secure")
         self.keyring_label.setToolTip(message)
-        self.keyring_label.setStyleSheet("" if is_secure else "color: #b45309;")
+        self.keyring_label.setStyleSheet("" if is_secure else text_style("#b45309"))
 
     # -- Qt overrides -----------------------------------------------------------------------
 
@@ -545,7 +546,7 @@ class MainWindow(QMainWindow):
         if problem is not None:
             self.validation_label.setText("Invalid")
             self.validation_label.setToolTip(problem)
-            self.validation_label.setStyleSheet("color: #b91c1c;")
+            self.validation_label.setStyleSheet(text_style("#b91c1c"))
             return
         self.validation_label.setText("Valid")
         self.validation_label.setToolTip("Ids are unique and every reference resolves.")

@@ -33,6 +33,7 @@ from stockade.thf.diff import describe, diff
 from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 PREVIEW_VALUE_MAX = 160
 """Longest before/after value shown per field; the raw input below always has the whole call."""
@@ -158,7 +159,7 @@ class _CallRow(QFrame):
             warning = plain_label(DESTRUCTIVE_WARNING, self)
             warning.setObjectName("approvalDestructiveWarning")
             warning.setWordWrap(True)
-            warning.setStyleSheet("color: #b91c1c; font-weight: bold;")
+            warning.setStyleSheet(text_style("#b91c1c", "font-weight: bold;"))
             layout.addWidget(warning)
         layout.addWidget(plain_label("What would change:", self))
         self.preview_edit = self._text_box("approvalPreview", "\n".join(view.preview), 110)

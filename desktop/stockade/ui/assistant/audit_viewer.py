@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from stockade.store import StoreError
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 if TYPE_CHECKING:
     from stockade.governance.session import Governance
@@ -192,5 +193,6 @@ class AuditViewer(QDialog):
             self.result_label.setText("There is no audit trail yet.")
             return None
         self.result_label.setText(verify_message(result))
-        self.result_label.setStyleSheet("" if result.ok else "color: #b91c1c; font-weight: bold;")
+        self.result_label.setStyleSheet(
+            "" if result.ok else text_style("#b91c1c", "font-weight: bold;"))
         return result

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from stockade.thf.model import ENTITY_TYPES, ThreatModel
 from stockade.tools import actions
+from stockade.ui.common.colors import text_style
 from stockade.ui.common.prompts import UnappliedChoice
 from stockade.ui.document.entity_form import (
     EDIT_FIELDS,
@@ -130,7 +131,7 @@ class DetailPane(QWidget):
         self.error_label.setObjectName("detailError")
         self.error_label.setWordWrap(True)
         self.error_label.setAccessibleName("Problem")
-        self.error_label.setStyleSheet("color: #dc2626;")
+        self.error_label.setStyleSheet(text_style("#dc2626"))
         self.error_label.hide()
 
         self.fields = QTreeWidget(self)

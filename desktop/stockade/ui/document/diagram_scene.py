@@ -7,8 +7,11 @@ exposed area and paints only that.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -79,8 +82,6 @@ class DrawnElement:
     badge: ThreatBadge | None
     source: object
     """The document entity: immutable, so `is` tells whether it changed."""
-    flows: list[int] = field(default_factory=list)
-    """Indexes of the flows that start or end here (redrawn when it moves)."""
 
 
 @dataclass(slots=True)
@@ -88,7 +89,8 @@ class DrawnFlow:
     section: str
     """`data_flows` or `relationships` (drawn dashed)."""
     entity_id: str
-    label: str
+    entity: Any
+    """The flow or relationship drawn (its label is made from it when first shown)."""
     source: int
     target: int
     box: Box
@@ -98,6 +100,19 @@ class DrawnFlow:
     """Edge to edge, built the first time it is drawn near enough to see arrows."""
     center_line: QLineF | None = None
     """Centre to centre, built the first time it is drawn from far away."""
+    _label: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self._label is None:
+            flow = self.entity
+            if self.section == "data_flows":
+                number = flow.flow_number
+                self._label = f"{number}. {flow.name}" if number is not None and flow.name else (
+                    flow.name or flow.protocol or "")
+            else:
+                self._label = flow.name or str(flow.type).replace("_", " ")
+        return self._label
 
 
 @dataclass(slots=True)
@@ -169,10 +184,27 @@ def box_rect(box: Box) -> QRectF:
     return QRectF(box[0], box[1], box[2] - box[0], box[3] - box[1])
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic collection while building tens of thousands of small acyclic records: each
+    collection would walk the whole open document, doubling the build time for nothing."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class DiagramScene:
     """Everything the diagram draws for one document, with area queries and hit tests."""
 
     def __init__(self, document: ThreatModel, previous: DiagramScene | None = None) -> None:
+        with gc_paused():
+            self._build(document, previous)
+
+    def _build(self, document: ThreatModel, previous: DiagramScene | None) -> None:
         self.document = document
         placed = place_unpositioned(document)
         element_badges, flow_badges = threat_badges(document)
@@ -201,29 +233,23 @@ class DiagramScene:
             self.elements.append(drawn)
         self.flows: list[DrawnFlow] = []
         self.flow_index: dict[tuple[str, str], int] = {}
+        element_index, elements, flows = self.element_index, self.elements, self.flows
         for section, entities in (("data_flows", document.data_flows),
                                   ("relationships", document.relationships)):
+            badges = flow_badges if section == "data_flows" else {}
             for flow in entities:
-                source = self.element_index.get(flow.from_)
-                target = self.element_index.get(flow.to)
+                source = element_index.get(flow.from_)
+                target = element_index.get(flow.to)
                 if source is None or target is None:
                     continue
-                if section == "data_flows":
-                    number = getattr(flow, "flow_number", None)
-                    label = f"{number}. {flow.name}" if number is not None and flow.name else (
-                        flow.name or getattr(flow, "protocol", "") or "")
-                else:
-                    label = flow.name or str(getattr(flow, "type", "")).replace("_", " ")
-                index = len(self.flows)
-                self.flows.append(DrawnFlow(
-                    section, flow.id, label, source, target,
-                    self._flow_box(source, target),
-                    flow_badges.get(flow.id) if section == "data_flows" else None,
-                ))
-                self.flow_index[(section, flow.id)] = index
-                self.elements[source].flows.append(index)
-                if target != source:
-                    self.elements[target].flows.append(index)
+                ax0, ay0, ax1, ay1 = elements[source].box
+                bx0, by0, bx1, by1 = elements[target].box
+                top = (ay0 if ay0 < by0 else by0) - (LOOP_HEIGHT + 12.0 if source == target else 12.0)
+                box = ((ax0 if ax0 < bx0 else bx0) - 12.0, top,
+                       (ax1 if ax1 > bx1 else bx1) + 12.0, (ay1 if ay1 > by1 else by1) + 12.0)
+                self.flow_index[(section, flow.id)] = len(flows)
+                flows.append(DrawnFlow(section, flow.id, flow, source, target, box,
+                                       badges.get(flow.id)))
         self.boundaries: list[DrawnBoundary] = []
         self.boundary_index: dict[str, int] = {}
         for i, boundary in enumerate(placed.trust_boundaries):
@@ -236,7 +262,8 @@ class DiagramScene:
                                                  (x, y, x + w, y + h), color))
         self._visible: VisibleSet | None = None
         self._everything: VisibleSet | None = None
-        self._bounds = self.bounds()
+        self._attached: dict[int, list[int]] = {}
+        self._bounds = self._compute_bounds()
 
     def _flow_box(self, source: int, target: int) -> Box:
         a, b = self.elements[source].box, self.elements[target].box
@@ -270,6 +297,10 @@ class DiagramScene:
         return len(self.elements) + len(self.flows) + len(self.boundaries)
 
     def bounds(self) -> QRectF:
+        """Everything drawn: elements and boundaries (flows run between elements)."""
+        return QRectF(self._bounds)
+
+    def _compute_bounds(self) -> QRectF:
         boxes = [e.box for e in self.elements] + [b.box for b in self.boundaries]
         if not boxes:
             return QRectF()
@@ -339,7 +370,7 @@ class DiagramScene:
 
     def _moved(self) -> None:
         self._visible = self._everything = None
-        self._bounds = self.bounds()
+        self._bounds = self._compute_bounds()
 
     def _flows_crossing(self, left: float, top: float, right: float, bottom: float) -> list[int]:
         """Flows whose segment passes through the area, not merely whose bounds overlap it:
@@ -400,7 +431,11 @@ class DiagramScene:
         element = self.elements[index]
         element.rect = QRectF(top_left, element.rect.size())
         element.box = _rect_box(element.rect)
-        for flow_index in element.flows:
+        attached = self._attached.get(index)
+        if attached is None:  # found once per dragged element, not built for all 10k up front
+            attached = self._attached[index] = [
+                i for i, f in enumerate(self.flows) if index in (f.source, f.target)]
+        for flow_index in attached:
             flow = self.flows[flow_index]
             flow.line = flow.center_line = None
             flow.box = self._flow_box(flow.source, flow.target)

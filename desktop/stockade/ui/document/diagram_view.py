@@ -30,6 +30,7 @@ from stockade.ui.document.diagram_scene import (
     DrawnElement,
     ShapeRole,
     VisibleSet,
+    gc_paused,
 )
 
 ZOOM_STEP = 1.25
@@ -41,10 +42,10 @@ NAMES_LOD = 0.3
 """From this scale element names are drawn (never smaller than `MIN_TEXT_PIXELS` on screen)."""
 LABELS_LOD = 0.55
 """From this scale type labels, flow labels and badge counts are drawn too."""
-OVERVIEW_PIXELS = 4096
+OVERVIEW_PIXELS = 2048
 """Longest side of the whole-diagram picture drawn when zoomed far out: one image instead of
 every box and line, so the far view costs the same for 100 elements or 50,000."""
-OVERVIEW_FLOWS = 20_000
+OVERVIEW_FLOWS = 8000
 """Flows drawn into that picture at most (an even sample beyond)."""
 MAX_FLOWS_DRAWN = 4000
 """Past this many flows on screen the view draws an even sample of them and says so: the
@@ -290,7 +291,8 @@ class DiagramView(QGraphicsView):
             painter.scale(picture_scale, picture_scale)
             painter.translate(-bounds.left(), -bounds.top())
             everything = geometry.visible(bounds.adjusted(-1.0, -1.0, 1.0, 1.0))
-            drawn = self._paint_overview(painter, geometry, everything, OVERVIEW_FLOWS)
+            with gc_paused():
+                drawn = self._paint_overview(painter, geometry, everything, OVERVIEW_FLOWS)
             painter.end()
             self._overview = None
             picture = (picture_scale, QRectF(bounds), image, drawn)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from stockade.catalog.registry import default_catalog
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory, ThreatModel
+from stockade.ui.common.colors import text_style
 
 NO_MITIGATION = "none"
 MITIGATION_STATUS = "mitigation_status"
@@ -199,7 +200,7 @@ class EntityForm(QWidget):
             error.setObjectName(f"{name}_{f.key}_error")
             error.setWordWrap(True)
             error.setAccessibleName(f"{f.label} problem")
-            error.setStyleSheet("color: #dc2626;")
+            error.setStyleSheet(text_style("#dc2626"))
             error.hide()
             cell = QWidget(self)
             column = QVBoxLayout(cell)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QW
 
 from stockade.thf.model import ThreatModel
 from stockade.tools import actions
+from stockade.ui.common.colors import text_style
 from stockade.ui.document.entity_form import ADD_FIELDS, EntityForm, add_input
 from stockade.ui.document.entity_kinds import KINDS
 
@@ -39,7 +40,7 @@ class NewEntityDialog(QDialog):
         self.error_label = QLabel(self)
         self.error_label.setObjectName("newEntityError")
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #dc2626;")
+        self.error_label.setStyleSheet(text_style("#dc2626"))
         self.error_label.setAccessibleName("Problem")
         self.error_label.hide()
         self.buttons = QDialogButtonBox(

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from stockade.thf.model import Metadata
 from stockade.tools import actions
+from stockade.ui.common.colors import text_style
 
 
 class PropertiesDialog(QDialog):
@@ -45,7 +46,7 @@ class PropertiesDialog(QDialog):
         dates.setObjectName("propertiesDates")
         self.error_label = QLabel(self)
         self.error_label.setObjectName("propertiesError")
-        self.error_label.setStyleSheet("color: #dc2626;")
+        self.error_label.setStyleSheet(text_style("#dc2626"))
         self.error_label.setWordWrap(True)
         self.error_label.hide()
         form = QFormLayout()
