@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
     QComboBox,
+    QHeaderView,
     QLineEdit,
     QPlainTextEdit,
     QTextEdit,
@@ -31,6 +32,11 @@ def _unnamed(root: QWidget) -> list[str]:
     missing = []
     for widget in root.findChildren(QWidget):
         if not isinstance(widget, _CONTROLS) or not widget.isVisible():
+            continue
+        # Parts of a named composite control (a view's header and corner button, the line
+        # edit inside an editable combo box) are announced through that control.
+        if isinstance(widget, QHeaderView) or widget.objectName().startswith("qt_") or \
+                isinstance(widget.parentWidget(), QComboBox | QAbstractSpinBox):
             continue
         if widget.focusPolicy() == Qt.FocusPolicy.NoFocus and isinstance(widget, QAbstractButton) \
                 and not widget.isEnabled():
@@ -53,7 +59,7 @@ def test_every_visible_control_has_an_accessible_name(driver: WindowDriver) -> N
                                    ("threats", "threat-sqli")):
             window.select_entity(section, entity_id)
             missing += _unnamed(window)
-    assert sorted(set(missing)) == []
+    assert not missing, "\n".join(sorted(set(missing)))
 
 
 def test_tab_leaves_the_prompt_box(driver: WindowDriver) -> None:

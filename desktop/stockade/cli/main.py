@@ -20,7 +20,7 @@ COMMANDS: tuple[str, ...] = (
 )
 """Subcommand modules, each `stockade.cli.<name>` with `add_parser(subparsers)`."""
 
-APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
+APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "authoring")
 
 _MAX_ERROR_DETAIL = 300
 """UTF-16 units of an unexpected exception's text shown on stderr; the log keeps it all."""

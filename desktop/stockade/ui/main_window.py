@@ -50,6 +50,8 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
+    AUTHORING = "authoring"
+    """The Details tab with the Add threat dialog open over it (for screenshots)."""
 
 
 class AssistantHookup(Protocol):
@@ -290,6 +292,14 @@ class MainWindow(QMainWindow):
         handler = self._tab_handlers.get(tab)
         if handler is not None:
             handler()
+        elif tab is AppTab.AUTHORING:
+            self.tabs.setCurrentIndex(self._tab_index[AppTab.TREE])
+            document = self.open_document.document
+            # A new threat on what the worst existing one targets: a realistic next step.
+            worst = min(document.threats, key=lambda t: list(Severity).index(t.severity),
+                        default=None) if document is not None else None
+            preset = {"element": worst.element} if worst is not None and worst.element else None
+            self.spawn(self.authoring.add("threats", preset))
         elif tab in self._tab_index:
             self.tabs.setCurrentIndex(self._tab_index[tab])
 

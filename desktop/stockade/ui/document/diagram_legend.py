@@ -30,7 +30,7 @@ class DiagramLegend(QWidget):
             + ", ".join(label for _s, label in _BADGES) + "."
         )
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
-        self.resize(250, 206)
+        self.resize(318, 132)
 
     def place(self) -> None:
         parent = self.parentWidget()
@@ -49,9 +49,9 @@ class DiagramLegend(QWidget):
         painter.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1.0, self.height() - 1.0), 6, 6)
         text = palette.color(QPalette.ColorRole.WindowText)
         outline = QPen(QColor("#334155"), 1.3)
-        y = 10.0
         for n, label in enumerate(_SHAPES):
-            box = QRectF(10.0, y, 26.0, 14.0)
+            x, y = 10.0 + (n % 2) * 154.0, 8.0 + (n // 2) * 20.0
+            box = QRectF(x, y, 26.0, 14.0)
             painter.setPen(outline)
             if n < 3:
                 painter.setBrush(QBrush(QColor(_FILLS[n])))
@@ -67,10 +67,10 @@ class DiagramLegend(QWidget):
                 painter.drawLine(box.bottomLeft(), box.bottomRight())
             elif n == 3:
                 painter.setPen(QPen(QColor("#64748b"), 1.5))
-                painter.drawLine(QPointF(10.0, y + 7.0), QPointF(34.0, y + 7.0))
+                painter.drawLine(QPointF(x, y + 7.0), QPointF(x + 24.0, y + 7.0))
                 painter.setBrush(QBrush(QColor("#64748b")))
-                painter.drawPolygon([QPointF(36.0, y + 7.0), QPointF(29.0, y + 3.0),
-                                     QPointF(29.0, y + 11.0)])
+                painter.drawPolygon([QPointF(x + 26.0, y + 7.0), QPointF(x + 19.0, y + 3.0),
+                                     QPointF(x + 19.0, y + 11.0)])
             else:
                 pen = QPen(QColor("#ef4444"), 1.5)
                 pen.setStyle(Qt.PenStyle.DashLine)
@@ -78,20 +78,20 @@ class DiagramLegend(QWidget):
                 painter.setBrush(Qt.BrushStyle.NoBrush)
                 painter.drawRoundedRect(box, 4, 4)
             painter.setPen(QPen(text))
-            painter.drawText(QRectF(44.0, y - 2.0, 200.0, 18.0),
+            painter.drawText(QRectF(x + 34.0, y - 2.0, 120.0, 18.0),
                              int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), label)
-            y += 20.0
-        painter.drawText(QRectF(10.0, y, 230.0, 18.0),
+        y = 8.0 + 3 * 20.0
+        painter.drawText(QRectF(10.0, y, 300.0, 16.0),
                          int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
                          "Threat badges (worst open):")
-        y += 22.0
+        y += 20.0
         for n, (severity, label) in enumerate(_BADGES):
-            x = 10.0 + (n % 3) * 78.0
+            x = 10.0 + (n % 3) * 100.0
             row_y = y + (n // 3) * 20.0
             painter.setPen(QPen(QColor("white"), 1.2))
             painter.setBrush(QBrush(QColor(BADGE_COLORS[severity])))
             painter.drawEllipse(QPointF(x + 7.0, row_y + 8.0), 7.0, 7.0)
             painter.setPen(QPen(text))
-            painter.drawText(QRectF(x + 18.0, row_y, 60.0, 16.0),
+            painter.drawText(QRectF(x + 18.0, row_y, 82.0, 16.0),
                              int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), label)
         painter.end()

@@ -40,8 +40,13 @@ SHAPES_LOD = 0.12
 """Below this scale elements are flat boxes and flows plain lines: nothing else is visible."""
 NAMES_LOD = 0.3
 """From this scale element names are drawn (never smaller than `MIN_TEXT_PIXELS` on screen)."""
-LABELS_LOD = 0.55
-"""From this scale type labels, flow labels and badge counts are drawn too."""
+LABELS_LOD = 0.4
+"""From this scale flow labels and badge counts are drawn too."""
+TYPE_LABELS_LOD = 0.6
+"""From this scale each box also names its element type."""
+LABEL_REACH = 130.0
+"""Scene units a flow label or badge may reach past its flow's bounds (labels are elided to
+220): a repaint of an area nearby draws them too, so no label is cut at an area's edge."""
 OVERVIEW_PIXELS = 2048
 """Longest side of the whole-diagram picture drawn when zoomed far out: one image instead of
 every box and line, so the far view costs the same for 100 elements or 50,000."""
@@ -383,7 +388,9 @@ class DiagramView(QGraphicsView):
             painter.drawRoundedRect(boundary.rect, 10.0, 10.0)
             if scale >= NAMES_LOD:
                 painter.setFont(font)
-                painter.setPen(QPen(boundary.color.darker(115)))
+                # The boundary's own colour, toned so its name reads on the canvas either way.
+                dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
+                painter.setPen(QPen(boundary.color.lighter(150) if dark else boundary.color.darker(115)))
                 title = QRectF(boundary.rect.left() + 10.0, boundary.rect.top() + 4.0,
                                boundary.rect.width() - 20.0, font.pixelSize() * 1.4)
                 metrics = QFontMetricsF(font)
@@ -414,24 +421,25 @@ class DiagramView(QGraphicsView):
             return
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QBrush(_FLOW_COLOR))
+        reach = rect.adjusted(-LABEL_REACH, -LABEL_REACH, LABEL_REACH, LABEL_REACH)
         for i in visible.flows:
             line = geometry.line(i)
-            if rect.contains(line.p2()):
+            if reach.contains(line.p2()):
                 painter.drawPolygon(_arrow_head(line, 11.0))
         labels = scale >= LABELS_LOD
         font = self._font(scale, 11.0)
         metrics = QFontMetricsF(font)
-        painter.setFont(font)
         base = self.palette().color(QPalette.ColorRole.Base)
         halo = QColor(base)
         halo.setAlpha(225)
         text_color = self.palette().color(QPalette.ColorRole.Text)
-        for i in visible.flows:
+        for i in geometry.exactly_in(reach).flows:
             flow = geometry.flows[i]
             middle = geometry.line(i).center()
-            if not rect.contains(middle):
+            if not reach.contains(middle):
                 continue
             if labels and flow.label:
+                painter.setFont(font)
                 text = metrics.elidedText(flow.label, Qt.TextElideMode.ElideRight, 220.0)
                 width = metrics.horizontalAdvance(text) + 8.0
                 box = QRectF(middle.x() - width / 2, middle.y() - metrics.height() / 2 - 1.0,
@@ -483,6 +491,7 @@ class DiagramView(QGraphicsView):
             return
         show_names = scale >= NAMES_LOD and len(visible.elements) <= MAX_TEXT_ITEMS
         labels = scale >= LABELS_LOD
+        type_labels = scale >= TYPE_LABELS_LOD
         if show_names:
             font = self._font(scale, 12.0)
             font.setBold(True)
@@ -491,8 +500,9 @@ class DiagramView(QGraphicsView):
             for i in visible.elements:
                 element = elements[i]
                 if rect.intersects(element.rect):
-                    self._paint_name(painter, element, font, metrics, small, labels)
-        for i in visible.elements:
+                    self._paint_name(painter, element, font, metrics, small, type_labels)
+        badge_area = rect.adjusted(-40.0, -40.0, 40.0, 40.0)
+        for i in geometry.exactly_in(badge_area).elements:
             element = elements[i]
             if element.badge is not None and element.look.role is not ShapeRole.ANNOTATION:
                 self._paint_badge(painter, element.rect.topRight(), element.badge, scale, 11.0, labels)
