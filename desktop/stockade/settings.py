@@ -13,27 +13,72 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-from urllib.parse import urlsplit
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stockade.governance.guards import GuardPolicy
 from stockade.governance.ledger import CreditBudgets
 from stockade.loop.limits import TurnLimits
 from stockade.paths import data_dir
+from stockade.protocol.endpoints import EndpointError, parse_endpoint
+from stockade.protocol.provider_ids import USER_PROVIDERS, ProviderId
 
 SETTINGS_FILE = "settings.json"
 MAX_RECENT_FILES = 10
 
-ProviderName = Literal["anthropic", "openai", "local", "offline"]
-
 DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-5",
-    "openai": "gpt-5.6-sol",
-    "local": "local",
-    "offline": "stride-rules",
+    ProviderId.ANTHROPIC: "claude-sonnet-5",
+    ProviderId.OPENAI: "gpt-5.6-sol",
+    ProviderId.LOCAL: "local",
+    ProviderId.OFFLINE: "stride-rules",
 }
+DEFAULT_LOCAL_BASE_URL = "http://127.0.0.1:11434/v1"
+
+
+def _checked_url(value: str | None, what: str) -> str | None:
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_endpoint(value, what=what).url
+    except EndpointError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class EndpointSettings(BaseModel):
+    """Per-provider base URLs (corporate gateways, proxies, LiteLLM, a local server).
+
+    Empty means the official endpoint (or `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` when set).
+    Each URL is `https://`, or `http://` only to this machine; it never holds a credential.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    anthropic: str | None = None
+    openai: str | None = None
+    local: str = DEFAULT_LOCAL_BASE_URL
+
+    @field_validator("anthropic", "openai")
+    @classmethod
+    def _cloud(cls, value: str | None) -> str | None:
+        return _checked_url(value, "the provider address")
+
+    @field_validator("local")
+    @classmethod
+    def _local(cls, value: str) -> str:
+        checked = _checked_url(value, "the local server address")
+        if checked is None:
+            raise ValueError("the local server address is empty")
+        return checked
+
+    def for_provider(self, provider: ProviderId) -> str | None:
+        if provider is ProviderId.ANTHROPIC:
+            return self.anthropic
+        if provider is ProviderId.OPENAI:
+            return self.openai
+        if provider is ProviderId.LOCAL:
+            return self.local
+        return None
 
 
 class LimitSettings(BaseModel):
@@ -78,24 +123,29 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     version: int = 1
-    provider: ProviderName = "offline"
+    provider: ProviderId = ProviderId.OFFLINE
     models: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MODELS))
-    local_base_url: str = "http://127.0.0.1:11434/v1"
+    endpoints: EndpointSettings = Field(default_factory=EndpointSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     credits: CreditSettings = Field(default_factory=CreditSettings)
     guard_policy: GuardPolicy = GuardPolicy.REDACT
     recent_files: list[str] = Field(default_factory=list)
     author_name: str = Field("", max_length=200)
 
-    @field_validator("local_base_url")
+    @model_validator(mode="before")
     @classmethod
-    def _plain_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("the local server address must be an http:// or https:// URL")
-        if parts.username or parts.password:
-            raise ValueError("the local server address may not contain a user name or "
-                             "password; keys belong in the keyring")
+    def _earlier_local_url(cls, data: Any) -> Any:
+        # Settings written before per-provider endpoints kept the local server's URL on its own.
+        if isinstance(data, dict) and "local_base_url" in data and "endpoints" not in data:
+            data = dict(data)
+            data["endpoints"] = {"local": data.pop("local_base_url")}
+        return data
+
+    @field_validator("provider")
+    @classmethod
+    def _user_provider(cls, value: ProviderId) -> ProviderId:
+        if value not in USER_PROVIDERS:
+            raise ValueError(f"{value.value} cannot be chosen as the assistant's provider")
         return value
 
     @field_validator("recent_files")
@@ -108,7 +158,8 @@ class Settings(BaseModel):
         return seen[:MAX_RECENT_FILES]
 
     def model_for(self, provider: str | None = None) -> str:
-        name = provider or self.provider
+        """The model this user chose for `provider` (default: the current provider)."""
+        name = str(provider or self.provider)
         return self.models.get(name) or DEFAULT_MODELS.get(name, "")
 
     def with_recent_file(self, path: str | os.PathLike[str]) -> Settings:

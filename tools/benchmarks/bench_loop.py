@@ -195,7 +195,7 @@ def _index_rows(model: Any, entities: int) -> list[dict[str, Any]]:
 
 
 def _action_rows(model: Any, entities: int) -> list[dict[str, Any]]:
-    from stockade.loop.runner import document_digest
+    from stockade.thf.digest import document_digest
     from stockade.tools import actions
 
     updates = actions.ThreatUpdates(severity="low")

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 import sys
 from typing import Any
 
+from stockade.assistant.config import ConfigError, TurnConfig, TurnOverrides
+from stockade.assistant.errors import (
+    REFUSALS,
+    ParkUnavailable,
+    PriceBookError,
+    SealError,
+    failure_text,
+)
+from stockade.assistant.policy import HEADLESS_POLICIES, ApprovePolicy
+from stockade.assistant.service import AssistantService
+from stockade.assistant.summary import RunOutcome, TurnSummary
+from stockade.assistant.turn import Turn
 from stockade.cli.common import (
     ExitCode,
     LoadFailure,
@@ -25,20 +36,10 @@ from stockade.cli.common import (
     print_error,
     print_json,
 )
-from stockade.governance.guards import GuardPolicy
-from stockade.governance.pricebook import PriceBookError
-from stockade.governance.sealing import SealError
-from stockade.governance.session import ApprovePolicy, AssistantSession, Governance, TurnSummary
 from stockade.loop.history import DocumentSession
-from stockade.loop.runner import document_digest
-from stockade.loop.state import TurnPhase
-from stockade.settings import read_settings
-from stockade.store import StoreError, database_path
-from stockade.store.database import as_store_error
-from stockade.thf.model import ThreatModel
-
-PROVIDERS = ("anthropic", "openai", "local", "offline")
-HEADLESS_ACTOR = "policy"
+from stockade.loop.reasons import SettleReason
+from stockade.protocol.provider_ids import USER_PROVIDERS
+from stockade.settings import Settings, read_settings
 
 
 def _non_negative(text: str) -> int:
@@ -58,6 +59,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def add_base_url_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--base-url", default=None, metavar="URL",
+        help="the provider's endpoint for this run (anthropic, openai, local): https://, or "
+             "http:// only to this machine; default: settings, ANTHROPIC_BASE_URL / "
+             "OPENAI_BASE_URL, else the official endpoint")
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "assist",
@@ -66,14 +75,14 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("file", metavar="FILE", help="the .thf threat model to work on")
     parser.add_argument("--prompt", required=True, help="what to ask the assistant")
-    parser.add_argument("--provider", choices=PROVIDERS, default=None,
+    parser.add_argument("--provider", choices=[p.value for p in USER_PROVIDERS], default=None,
                         help="the provider (default: from settings)")
     parser.add_argument("--model", default=None, help="the model (default: from settings)")
-    parser.add_argument("--base-url", default=None,
-                        help="the local OpenAI-compatible server URL (provider local)")
-    parser.add_argument("--approve", choices=[p.value for p in (
-        ApprovePolicy.READ, ApprovePolicy.MUTATE, ApprovePolicy.DENY)], default="read",
-        help="what runs without asking: read (default), mutate (non-destructive) or deny")
+    add_base_url_argument(parser)
+    parser.add_argument("--approve", choices=[p.value for p in HEADLESS_POLICIES],
+                        default=ApprovePolicy.READ.value,
+                        help="what runs without asking: read (default), mutate (non-destructive) "
+                             "or deny")
     parser.add_argument("--budget", type=_non_negative, default=None, metavar="CREDITS",
                         help="credit budget for this turn (1 credit = 1/10,000 USD)")
     parser.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
@@ -84,161 +93,114 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def open_gov(*, recover: bool = True) -> Governance | None:
-    """Open governance for a command, or print why the database cannot be used (→ None).
+def load_settings_for_command() -> Settings:
+    """Settings for a headless command; a problem with the file is said, defaults are used."""
+    loaded = read_settings()
+    if loaded.problem:
+        print_error(loaded.problem)
+    return loaded.settings
 
-    `recover` marks runs a crashed process left mid-step as interrupted; read-only commands
-    pass False so they do not append to what they inspect.
-    """
-    from stockade.governance.session import open_governance
 
+def run(args: argparse.Namespace) -> int:
+    path = existing_files([args.file], "assist")[0]
+    settings = load_settings_for_command()
+    document = load_document(path)
+    if isinstance(document, LoadFailure):
+        print_error(f"{path}: {document.message}")
+        return ExitCode.FAILED
     try:
-        return open_governance(recover=recover)
-    except StoreError as exc:
-        print_error(str(exc))
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, database_path())))
-    return None
+        config = TurnConfig.from_settings(settings, TurnOverrides(
+            provider=args.provider, model=args.model, base_url=args.base_url,
+            budget=args.budget, max_iterations=args.max_iterations,
+            approve=ApprovePolicy(args.approve)))
+    except ConfigError as exc:
+        raise UsageError(f"assist: {exc}") from None
+    return asyncio.run(_assist(args, config, document, str(path.resolve()), display_path(path)))
 
 
-def make_provider(provider_name: str, model: str, base_url: str | None,
-                  document_session: DocumentSession) -> Any:
-    from stockade.providers.factory import create_provider
-
+async def _assist(args: argparse.Namespace, config: TurnConfig, document: Any, path: str,
+                  shown: str) -> int:
+    service = AssistantService()
     try:
-        return create_provider(provider_name, model=model, base_url=base_url,
-                               document_source=lambda: document_session.document)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def save_document(document: ThreatModel, path: str) -> None:
-    from stockade.thf.writer import save
-
-    save(document, path)
-
-
-def settle_headless(session: AssistantSession, *, original: ThreatModel, write: bool,
-                    state_phase: TurnPhase,
-                    display: str | None = None) -> tuple[TurnSummary, ExitCode]:
-    """Park a waiting turn, or write back a settled one; return the summary and exit code."""
-    live = session.document_session.document
-    changed = document_digest(live) != document_digest(original)
-    written = False
-    if state_phase is TurnPhase.AWAITING_APPROVAL:
-        base = original
-        if write and changed:
-            # Committed work is saved now, so the parked run's base is the file as written.
-            # If the save fails the file is untouched and the run parks against it, so the
-            # pending decisions are not lost either.
-            written = _save_or_report(live, session.document_path)
-            if written:
-                base = live
+        await service.recover_interrupted()
         try:
-            session.park(base_document=base, write_back=write)
-        except SealError as exc:
-            session.gov.runs.finish(session.run_id, outcome="failed", reason="park_unavailable")
+            turn = await service.start_turn(config, DocumentSession(document), document_path=path,
+                                            prompt=args.prompt)
+        except PriceBookError as exc:
+            raise UsageError(str(exc)) from None
+        turn.write_back = args.write
+        summary, code = await conclude(service, turn, display=shown)
+        print_summary(summary, args.json)
+        if turn.audit_error is not None or turn.runner.audit_error is not None:
+            print_error("the audit trail could not record the end of this run")
+            return ExitCode.FAILED
+        return code
+    except REFUSALS as exc:
+        print_error(failure_text(exc))
+        return ExitCode.FAILED
+    finally:
+        service.close()
+        sys.stdout.flush()
+
+
+async def conclude(service: AssistantService, turn: Turn, *,
+                   display: str | None = None) -> tuple[TurnSummary, ExitCode]:
+    """A headless turn at rest: write back what it changed (with `--write`), park it if it
+    waits for decisions; return its summary and the exit code."""
+    written = save_failed = False
+    if turn.write_back and turn.changed:
+        # Committed work is saved before parking, so the parked run's base is the file as
+        # written. A save that fails leaves the file untouched and the run parks against it,
+        # so the pending decisions are not lost either.
+        result = await service.write_back(turn)
+        written, save_failed = result.written, not result.written
+        if result.conflict_path is not None:
+            print_error(f"{result.path} changed while the turn ran, so it was not overwritten; "
+                        f"the turn's document was saved as {result.conflict_path}")
+        elif result.error is not None:
+            print_error(f"the changes could not be written, the file was left as it was: "
+                        f"{result.error}")
+    if turn.waiting:
+        try:
+            await service.park(turn)
+        except (ParkUnavailable, SealError) as exc:
+            await service.finish_unparked(turn, SettleReason.PARK_UNAVAILABLE)
             print_error(f"the run could not be parked: {exc}")
-            return session.summary(document_written=written, display_path=display), ExitCode.FAILED
-        return session.summary(document_written=written, display_path=display), ExitCode.PARKED
-    save_failed = False
-    if write and changed:
-        written = _save_or_report(live, session.document_path)
-        save_failed = not written
-    summary = session.summary(document_written=written, display_path=display)
-    ok = summary.outcome in ("completed", "bounded") and not save_failed
+            return await turn.summary(document_written=written, display_path=display), \
+                ExitCode.FAILED
+        return await turn.summary(document_written=written, display_path=display), \
+            ExitCode.PARKED
+    summary = await turn.summary(document_written=written, display_path=display)
+    ok = summary.outcome.succeeded and not save_failed
     return summary, ExitCode.OK if ok else ExitCode.FAILED
-
-
-def _save_or_report(document: ThreatModel, path: str) -> bool:
-    """Save atomically; on failure say why in one line (the file on disk is untouched)."""
-    from stockade.thf.errors import SaveError
-
-    try:
-        save_document(document, path)
-    except SaveError as exc:
-        print_error(f"the changes could not be written, the file was left as it was: {exc}")
-        return False
-    return True
 
 
 def print_summary(summary: TurnSummary, as_json: bool) -> None:
     if as_json:
         print_json(summary.to_json())
         return
-    line = f"run {summary.run_id}: {summary.outcome}"
-    if summary.reason and summary.outcome != "parked":
+    line = f"run {summary.run_id}: {summary.outcome.value}"
+    if summary.reason and summary.outcome is not RunOutcome.PARKED:
         line += f" ({summary.reason})"
     print(line)
     if summary.text:
         print(summary.text)
-    if summary.notice and summary.outcome != "completed":
+    if summary.notice and summary.outcome is not RunOutcome.COMPLETED:
         print(summary.notice)
     if summary.error:
         print(summary.error)
     for call in summary.calls:
-        denial = f", {call['denial']}" if call["denial"] else ""
-        print(f"  call {call['id']}: {call['tool']} {call['status']}{denial}")
-    print(f"credits spent: {summary.credits_spent} (tokens in {summary.usage['input_tokens']}, "
-          f"out {summary.usage['output_tokens']})")
-    if summary.document["written"]:
-        print(f"saved {summary.document['path']}")
-    if summary.outcome == "parked":
+        denial = f", {call.denial}" if call.denial else ""
+        print(f"  call {call.id}: {call.tool} {call.status.value}{denial}")
+    print(f"credits spent: {summary.credits_spent} (tokens in {summary.input_tokens}, "
+          f"out {summary.output_tokens})")
+    if summary.document_written:
+        print(f"saved {summary.document_path}")
+    if summary.outcome is RunOutcome.PARKED:
         print(f"waiting for a decision on {len(summary.pending)} call(s):")
-        for call in summary.pending:
-            mark = " [destructive]" if call["destructive"] else ""
-            print(f"  {call['id']}: {call['summary']}{mark}")
+        for waiting in summary.pending:
+            mark = " [destructive]" if waiting.destructive else ""
+            print(f"  {waiting.id}: {waiting.summary}{mark}")
         print(f"decide with 'stockade runs approve|deny {summary.run_id} CALL --actor NAME', "
-              f"then 'stockade runs resume {summary.run_id}'")
-
-
-def run(args: argparse.Namespace) -> int:
-    path = existing_files([args.file], "assist")[0]
-    loaded = read_settings()
-    if loaded.problem:
-        print_error(loaded.problem)
-    settings = loaded.settings
-    document = load_document(path)
-    if isinstance(document, LoadFailure):
-        print_error(f"{path}: {document.message}")
-        return ExitCode.FAILED
-    provider_name = args.provider or settings.provider
-    model = args.model or settings.model_for(provider_name)
-    base_url = args.base_url or (settings.local_base_url if provider_name == "local" else None)
-    limits = settings.turn_limits()
-    if args.max_iterations is not None:
-        from dataclasses import replace
-
-        limits = replace(limits, max_iterations=args.max_iterations)
-    budgets = settings.credits.budgets(per_turn=args.budget)
-    gov = open_gov()
-    if gov is None:
-        return ExitCode.FAILED
-    try:
-        document_session = DocumentSession(document)
-        provider = make_provider(provider_name, model, base_url, document_session)
-        try:
-            session = AssistantSession.create(
-                gov, document_session=document_session, document_path=str(path.resolve()),
-                provider=provider, provider_name=provider_name, model=model, limits=limits,
-                budgets=budgets, guard_policy=GuardPolicy(settings.guard_policy),
-                approve=ApprovePolicy(args.approve), base_url=base_url)
-        except PriceBookError as exc:
-            raise UsageError(str(exc)) from None
-        state = asyncio.run(session.start(args.prompt))
-        summary, code = settle_headless(session, original=document, write=args.write,
-                                        state_phase=state.phase, display=display_path(path))
-        print_summary(summary, args.json)
-        if session.audit_error is not None or session.runner.audit_error is not None:
-            print_error("the audit trail could not record the end of this run")
-            return ExitCode.FAILED
-        return code
-    except StoreError as exc:
-        print_error(str(exc))
-        return ExitCode.FAILED
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, gov.db.path)))
-        return ExitCode.FAILED
-    finally:
-        gov.close()
-        sys.stdout.flush()
+              f"then 'stockade runs resume {summary.run_id}'"
+              + ("" if summary.document_written else " (add --write to save the changes)"))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sqlite3
+import asyncio
 import sys
 from typing import Any
 
+from stockade.assistant.errors import REFUSALS, failure_text
+from stockade.assistant.service import AssistantService
 from stockade.cli.common import ExitCode, print_error, print_json
-from stockade.store.database import as_store_error
 
 
 def add_parser(subparsers: Any) -> None:
@@ -23,15 +24,15 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stockade.cli.assist import open_gov
+    return asyncio.run(_run(args))
 
+
+async def _run(args: argparse.Namespace) -> int:
     # Read-only commands: no crash recovery here, it would append to what we check.
-    gov = open_gov(recover=False)
-    if gov is None:
-        return ExitCode.FAILED
+    service = AssistantService()
     try:
         if args.audit_command == "verify":
-            result = gov.trajectory.verify_chain()
+            result = await service.verify_audit()
             if args.json:
                 print_json({"ok": result.ok, "checked": result.checked,
                             "first_broken": result.first_broken, "run_id": result.run_id,
@@ -43,14 +44,14 @@ def run(args: argparse.Namespace) -> int:
                       f"{result.run_id}): {result.reason}; {result.checked} events before it "
                       "check out")
             return ExitCode.OK if result.ok else ExitCode.FAILED
-        lines = list(gov.trajectory.export_lines(args.run))
+        lines = await service.export_audit(args.run)
         if not lines:
             print_error(f"there are no audit events for run {args.run}")
             return ExitCode.FAILED
         sys.stdout.write("\n".join(lines) + "\n")
         return ExitCode.OK
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, gov.db.path)))
+    except REFUSALS as exc:
+        print_error(failure_text(exc))
         return ExitCode.FAILED
     finally:
-        gov.close()
+        service.close()

@@ -5,22 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sqlite3
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from stockade.cli.assist import make_provider, open_gov, print_summary, settle_headless
+from stockade.assistant.errors import REFUSALS, failure_text
+from stockade.assistant.records import RunInfo, RunStatus
+from stockade.assistant.service import AssistantService
+from stockade.cli.assist import (
+    add_base_url_argument,
+    conclude,
+    load_settings_for_command,
+    print_summary,
+)
 from stockade.cli.common import ExitCode, UsageError, print_error, print_json
-from stockade.governance.runstate import DocumentChanged
-from stockade.governance.sealing import SealError
-from stockade.governance.session import AssistantSession, decide_parked
-from stockade.loop.history import DocumentSession
-from stockade.loop.serialize import SnapshotError
-from stockade.store import ConflictError, NotFoundError, StoreError
-from stockade.store.database import as_store_error
-from stockade.store.runs import RunRow, RunStatus
-from stockade.thf.errors import ThfError
-from stockade.thf.model import ThreatModel
+from stockade.protocol.endpoints import EndpointError, parse_endpoint
 
 
 def add_parser(subparsers: Any) -> None:
@@ -35,7 +35,8 @@ def add_parser(subparsers: Any) -> None:
     listing.add_argument("--file", default=None, help="only runs on this .thf file")
     listing.add_argument("--json", action="store_true")
 
-    show = sub.add_parser("show", help="show a run; decrypts a parked run's pending calls")
+    show = sub.add_parser("show", help="show a run; a parked run's pending calls with what "
+                                       "each would change (decrypted)")
     show.add_argument("run", metavar="RUN")
     show.add_argument("--json", action="store_true")
 
@@ -50,6 +51,10 @@ def add_parser(subparsers: Any) -> None:
 
     resume = sub.add_parser("resume", help="continue a parked run once every call is decided")
     resume.add_argument("run", metavar="RUN")
+    add_base_url_argument(resume)
+    resume.add_argument("--write", action="store_true",
+                        help="save the changed document back to its file even if the run was "
+                             "started without --write")
     resume.add_argument("--json", action="store_true")
     parser.set_defaults(func=run)
 
@@ -58,74 +63,80 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _run_json(row: RunRow) -> dict[str, Any]:
-    return {"run_id": row.run_id, "status": row.status.value, "outcome": row.outcome,
-            "reason": row.reason, "document_path": row.document_path,
-            "provider": row.provider, "model": row.model, "created": _when(row.created_ms),
-            "updated": _when(row.updated_ms)}
+def _run_json(info: RunInfo) -> dict[str, Any]:
+    return {"run_id": info.run_id, "status": info.status.value, "outcome": info.outcome,
+            "reason": info.reason, "document_path": info.document_path,
+            "provider": info.provider, "model": info.model, "created": _when(info.created_ms),
+            "updated": _when(info.updated_ms)}
+
+
+Handler = Callable[[AssistantService, argparse.Namespace], Awaitable[int]]
 
 
 def run(args: argparse.Namespace) -> int:
-    gov = open_gov()
-    if gov is None:
-        return ExitCode.FAILED
+    if args.runs_command in ("approve", "deny") and not args.actor.strip():
+        raise UsageError("--actor needs a name")
+    if getattr(args, "base_url", None):
+        try:
+            parse_endpoint(args.base_url, what="--base-url")
+        except EndpointError as exc:
+            raise UsageError(f"runs resume: {exc}") from None
+    handler: Handler = {"list": _list, "show": _show, "approve": _decide, "deny": _decide,
+                        "resume": _resume}[args.runs_command]
+    return asyncio.run(_run(handler, args))
+
+
+async def _run(handler: Handler, args: argparse.Namespace) -> int:
+    service = AssistantService()
     try:
-        handler = {"list": _list, "show": _show, "approve": _decide, "deny": _decide,
-                   "resume": _resume}[args.runs_command]
-        return handler(gov, args)
-    except (NotFoundError, ConflictError, SealError, SnapshotError, StoreError) as exc:
-        print_error(str(exc))
-        return ExitCode.FAILED
-    except sqlite3.DatabaseError as exc:
-        print_error(str(as_store_error(exc, gov.db.path)))
+        if args.runs_command in ("approve", "deny", "resume"):
+            await service.recover_interrupted()
+        return await handler(service, args)
+    except REFUSALS as exc:
+        print_error(failure_text(exc))
         return ExitCode.FAILED
     finally:
-        gov.close()
+        service.close()
 
 
-def _list(gov: Any, args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+async def _list(service: AssistantService, args: argparse.Namespace) -> int:
     status = RunStatus(args.status) if args.status else None
     path = str(Path(args.file).resolve()) if args.file else None
-    rows = gov.runs.list_runs(status=status, document_path=path)
+    runs = await service.list_runs(status=status, document_path=path)
     items = []
-    for row in rows:
-        item = _run_json(row)
-        item["pending"] = [p.call_id for p in gov.runs.pending_calls(row.run_id)] \
-            if row.status is RunStatus.PARKED else []
+    for info in runs:
+        item = _run_json(info)
+        item["pending"] = [p.call_id for p in info.pending]
         items.append(item)
     if args.json:
         print_json(items)
         return ExitCode.OK
     if not items:
         print("no runs")
-    for item in items:
-        extra = f", waiting on {', '.join(item['pending'])}" if item["pending"] else ""
-        outcome = f" {item['outcome']}" if item["outcome"] else ""
-        print(f"{item['run_id']}  {item['status']}{outcome}  {item['document_path']}{extra}")
+        return ExitCode.OK
+    rows = [("RUN", "STATUS", "OUTCOME", "UPDATED", "DOCUMENT", "WAITING ON")]
+    rows += [(i["run_id"], i["status"], i["outcome"] or "-", i["updated"], i["document_path"],
+              ", ".join(i["pending"]) or "-") for i in items]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
+              + "  " + row[-1])
     return ExitCode.OK
 
 
-def _show(gov: Any, args: argparse.Namespace) -> int:
-    row = gov.runs.get(args.run)
-    info = _run_json(row)
-    decisions = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
+async def _show(service: AssistantService, args: argparse.Namespace) -> int:
+    details = await service.show_run(args.run)
+    info = _run_json(details.info)
+    decided = {d.call_id: d for d in details.decisions}
     info["decisions"] = [{"call_id": d.call_id, "decision": d.decision.value, "actor": d.actor,
-                          "reason": d.reason} for d in decisions.values()]
-    info["pending"] = []
-    if row.status is RunStatus.PARKED:
-        snapshot = gov.runs.open_snapshot(row.run_id)
-        calls = snapshot["runner"]["turn"]["calls"]
-        for call in calls:
-            if call.get("status") != "pending":
-                continue
-            decided = decisions.get(call["id"])
-            info["pending"].append({
-                "call_id": call["id"], "tool": call["tool_name"], "summary": call["summary"],
-                "destructive": call["destructive"], "input": call.get("raw_input"),
-                "input_digest": call["input_digest"],
-                "decision": decided.decision.value if decided else None})
+                          "reason": d.reason} for d in details.decisions]
+    info["pending"] = [{
+        "call_id": p.call_id, "tool": p.tool_name, "summary": p.summary,
+        "destructive": p.destructive, "input": json.loads(p.raw_input)
+        if p.raw_input.startswith(("{", "[")) else p.raw_input,
+        "input_digest": p.input_digest, "preview": list(p.changes),
+        "decision": decided[p.call_id].decision.value if p.call_id in decided else None,
+    } for p in details.previews]
     if args.json:
         print_json(info)
         return ExitCode.OK
@@ -136,18 +147,18 @@ def _show(gov: Any, args: argparse.Namespace) -> int:
         state = call["decision"] or "undecided"
         print(f"  call {call['call_id']} ({state}): {call['tool']}{mark}")
         print(f"    {call['summary']}")
+        for line in call["preview"]:
+            print(f"      {line}")
         print(f"    input: {json.dumps(call['input'], ensure_ascii=False, sort_keys=True)}")
     for d in info["decisions"]:
         print(f"  {d['call_id']} {d['decision']} by {d['actor']}")
     return ExitCode.OK
 
 
-def _decide(gov: Any, args: argparse.Namespace) -> int:
-    if not args.actor.strip():
-        raise UsageError("--actor needs a name")
+async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
     approve = args.runs_command == "approve"
-    fresh = decide_parked(gov, args.run, args.call, approve=approve, actor=args.actor,
-                          reason=getattr(args, "reason", None))
+    fresh = await service.decide(args.run, args.call, approve=approve, actor=args.actor,
+                                 reason=getattr(args, "reason", None))
     decision = "approved" if approve else "denied"
     result = {"run_id": args.run, "call_id": args.call, "decision": decision,
               "actor": args.actor.strip(), "already_recorded": not fresh}
@@ -159,46 +170,15 @@ def _decide(gov: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _current_digest(path: str) -> str:
-    from stockade.governance.session import digest_of_file
-
-    try:
-        return digest_of_file(path)
-    except (OSError, ThfError):
-        raise DocumentChanged(f"the document {path} can no longer be read as a valid model; "
-                              "the run cannot be resumed against it") from None
-
-
-def _resume(gov: Any, args: argparse.Namespace) -> int:
-    ticket = AssistantSession.prepare_resume(gov, args.run, _current_digest)
-    snap = ticket.snapshot
-    document = ThreatModel.model_validate(snap["document"])
-    document_session = DocumentSession(document)
-    provider = make_provider(snap["provider_name"], snap["model"], snap.get("base_url"),
-                             document_session)
-    from stockade.settings import read_settings
-
-    loaded = read_settings()
-    if loaded.problem:
-        print_error(loaded.problem)
-    # Day and month limits are today's settings, not those in force when the run parked.
-    wallet = loaded.settings.credits.budgets()
-    session = asyncio.run(AssistantSession.resume(gov, ticket, provider=provider,
-                                                  document_session=document_session,
-                                                  wallet=wallet))
-    write = bool(snap.get("write_back"))
-    from stockade.thf.reader import read_file
-
-    try:
-        on_disk = read_file(ticket.run.document_path)
-    except ThfError as exc:
-        # The file changed under the turn (deleted, or replaced by something invalid): nothing
-        # is written over it; the run's own record of what it did is still printed.
-        print_error(f"the document can no longer be read ({exc.message}); the turn's changes "
-                    "were not written")
-        print_summary(session.summary(document_written=False), args.json)
-        return ExitCode.FAILED
-    summary, code = settle_headless(session, original=on_disk, write=write,
-                                    state_phase=session.state.phase)
+async def _resume(service: AssistantService, args: argparse.Namespace) -> int:
+    settings = load_settings_for_command()
+    turn = await service.resume(args.run, settings=settings, base_url=args.base_url)
+    if args.write:
+        turn.write_back = True
+    summary, code = await conclude(service, turn)
+    if turn.changed and not turn.write_back:
+        print_error(f"the document {turn.document_path} was not written: run {args.run} was "
+                    "started without --write, so its changes were kept out of the file. To "
+                    "save a resumed run's changes, resume it with --write.")
     print_summary(summary, args.json)
     return code

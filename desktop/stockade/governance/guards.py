@@ -113,12 +113,26 @@ def scan(text: str) -> ScanResult:
     return ScanResult(out, kinds)
 
 
+class GuardStage(StrEnum):
+    """Where a guard looked: the user's prompt, a whole request, or the final answer."""
+
+    INPUT = "input"
+    REQUEST = "request"
+    OUTPUT = "output"
+
+
+class GuardAction(StrEnum):
+    CLEAN = "clean"
+    REDACTED = "redacted"
+    BLOCKED = "blocked"
+
+
 @dataclass(frozen=True, slots=True)
 class GuardReport:
     """A guard decision: where, what was done, and kinds/counts found."""
 
-    stage: str
-    action: str
+    stage: GuardStage
+    action: GuardAction
     kinds: dict[str, int]
 
     @property
@@ -126,7 +140,7 @@ class GuardReport:
         return sum(self.kinds.values())
 
     def to_payload(self) -> dict[str, object]:
-        return {"stage": self.stage, "action": self.action, "count": self.count,
+        return {"stage": self.stage.value, "action": self.action.value, "count": self.count,
                 "kinds": dict(sorted(self.kinds.items()))}
 
 
@@ -165,24 +179,24 @@ class SecretGuard:
         """The prompt as it may be sent, and the decision (`blocked` means send nothing)."""
         result = scan(prompt)
         return result.text if self.policy is GuardPolicy.REDACT else prompt, \
-            self._report("input", result.kinds)
+            self._report(GuardStage.INPUT, result.kinds)
 
     def check_request(self, request: ChatRequest) -> tuple[ChatRequest, GuardReport]:
         """The request as it may be sent (redacted), and the decision."""
         redacted, kinds = _scan_request(request)
         return redacted if self.policy is GuardPolicy.REDACT else request, \
-            self._report("request", kinds)
+            self._report(GuardStage.REQUEST, kinds)
 
     def check_output(self, text: str) -> tuple[str, GuardReport]:
         """The final text with secrets redacted (the output guard always redacts)."""
         result = scan(text)
-        return result.text, GuardReport("output", "redacted" if result.count else "clean",
-                                        dict(result.kinds))
+        action = GuardAction.REDACTED if result.count else GuardAction.CLEAN
+        return result.text, GuardReport(GuardStage.OUTPUT, action, dict(result.kinds))
 
-    def _report(self, stage: str, kinds: Counter[str]) -> GuardReport:
+    def _report(self, stage: GuardStage, kinds: Counter[str]) -> GuardReport:
         if not kinds:
-            return GuardReport(stage, "clean", {})
-        action = "blocked" if self.policy is GuardPolicy.BLOCK else "redacted"
+            return GuardReport(stage, GuardAction.CLEAN, {})
+        action = GuardAction.BLOCKED if self.policy is GuardPolicy.BLOCK else GuardAction.REDACTED
         return GuardReport(stage, action, dict(kinds))
 
 

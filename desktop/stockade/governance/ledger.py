@@ -75,6 +75,14 @@ class LimitRefusal:
         where = {LimitKind.TURN: "this turn's credit budget",
                  LimitKind.DAY: "today's credit limit",
                  LimitKind.MONTH: "this month's credit limit"}[self.limit]
+        if self.limit is LimitKind.TURN and self.committed == 0:
+            # The first request alone does not fit: say so before anything is sent, with the
+            # figure and the way out, instead of a bare "budget spent".
+            return (f"The first request of this turn could cost up to {self.needed} credits, "
+                    f"more than the per-turn budget of {self.allowed} credits, so nothing was "
+                    f"sent. Raise the per-turn budget to at least {self.needed} (Assistant → "
+                    f"Settings, or --budget {self.needed} on the command line), or choose a "
+                    "cheaper model.")
         return (f"The next request could cost up to {self.needed} credits but only {left} of "
                 f"{where} ({self.allowed}) are left; the turn stops here and keeps what it did.")
 
@@ -175,6 +183,16 @@ class Ledger:
 
     def totals(self, run_id: str | None = None) -> LedgerTotals:
         return sql.ledger_totals(self._db.read(), run_id)
+
+    def window_spend(self) -> tuple[int, int]:
+        """Credits committed in the current day and month windows (open holds in full)."""
+        conn = self._db.read()
+        day, month = window_keys(int(self._clock_ms()))
+        return sql.committed_for_day(conn, day), sql.committed_for_month(conn, month)
+
+    def last_reservation(self, run_id: str) -> tuple[int, int] | None:
+        """(reserved, estimated) credits of the run's newest request, if it made one."""
+        return sql.last_reservation_for_run(self._db.read(), run_id)
 
     def usage_for_run(self, run_id: str) -> tuple[int, int, int]:
         """Reported (input, output, cached input) tokens over a run's settled requests."""

@@ -5,10 +5,13 @@ A run is one governed turn. Statuses: running → parked → running (claimed by
 and is never resumed. Resume checks everything it can *before* claiming, so a refusal leaves
 the run parked and untouched: (1) the run exists and is parked and unclaimed, (2) every pending
 call has a decision, (3) the keyring holds the snapshot key, (4) the snapshot authenticates
-under the run id, (5) the document's digest equals the one sealed at park time. Only then does
-the claim run, as a CAS that also requires the snapshot bytes to be the ones just checked, so a
-second concurrent resume loses cleanly. Decisions are written together with their audit event
-in one transaction, so a crash can never leave one without the other.
+under the run id; the caller then checks what the snapshot says (its layout, its tools, the
+document it was parked against: `stockade.assistant.service`). Only then does the claim run,
+as a CAS that also requires the snapshot bytes to be the ones just checked, so a second
+concurrent resume loses cleanly. Decisions are written together with their audit event in one
+transaction, so a crash can never leave one without the other.
+
+The snapshot body is a JSON object whose layout belongs to `stockade.assistant.parked`.
 """
 
 from __future__ import annotations
@@ -29,9 +32,7 @@ from stockade.governance.trajectory import EventKind, Trajectory
 from stockade.store import ConflictError, Database, NotFoundError
 from stockade.store import runs as sql
 from stockade.store.runs import Decision, DecisionRow, PendingCallRow, RunRow, RunStatus
-from stockade.tools.canonical import digest
-
-SNAPSHOT_VERSION = 1
+from stockade.thf.canonical import digest
 
 
 class DocumentChanged(ConflictError):
@@ -133,10 +134,9 @@ class RunStates:
         plaintext = unseal(sealed, self._keys.existing(), run_id)
         try:
             data = json.loads(plaintext.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise SnapshotTampered(f"the snapshot of run {run_id} is not readable") from None
-        if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION \
-                or data.get("run_id") != run_id:
+        if not isinstance(data, dict):
             raise SnapshotTampered(f"the snapshot of run {run_id} has an unknown layout")
         return data
 
@@ -156,9 +156,7 @@ class RunStates:
         """Seal the snapshot and move running → parked with its pending calls, atomically."""
         if self._keys is None:
             raise SnapshotTampered("no keyring is available to seal the snapshot")
-        body = {**snapshot, "version": SNAPSHOT_VERSION, "run_id": run_id,
-                "document_digest": document_digest}
-        sealed = seal(json.dumps(body, ensure_ascii=False).encode("utf-8"),
+        sealed = seal(json.dumps(snapshot, ensure_ascii=False).encode("utf-8"),
                       self._keys.for_sealing(), run_id)
         with self._db.write() as conn:
             if not sql.park_run(conn, run_id, snapshot=sealed, document_digest=document_digest,
@@ -207,12 +205,8 @@ class RunStates:
             self._trajectory.append_in(conn, run_id, kind, payload)
         return DecisionOutcome(run_id, call_id, decision, actor, False)
 
-    def prepare_resume(self, run_id: str,
-                       current_digest: Callable[[str], str]) -> ResumeTicket:
-        """Every check that can refuse a resume, in order, before anything is claimed.
-
-        `current_digest(document_path)` reads the document as it is now.
-        """
+    def prepare_resume(self, run_id: str) -> ResumeTicket:
+        """Every check of the stored run that can refuse a resume, before anything is claimed."""
         conn = self._db.read()
         run = self.get(run_id)
         if run.status is not RunStatus.PARKED or run.claimed:
@@ -228,13 +222,9 @@ class RunStates:
         if sealed is None:
             raise ConflictError(f"run {run_id} has no parked snapshot")
         snapshot = self._unseal(run_id, sealed)
-        now_digest = current_digest(run.document_path)
-        if now_digest != snapshot.get("document_digest"):
-            raise DocumentChanged(f"the document {run.document_path} changed since run "
-                                  f"{run_id} was parked; the run cannot be resumed against it")
         return ResumeTicket(run, snapshot, tuple(decided.values()), sealed)
 
-    def claim(self, ticket: ResumeTicket) -> None:
+    def claim(self, ticket: ResumeTicket, payload: dict[str, Any] | None = None) -> None:
         """The CAS: parked+unclaimed (with the checked snapshot) → running, owned by us."""
         run_id = ticket.run.run_id
         with self._db.write() as conn:
@@ -243,7 +233,7 @@ class RunStates:
                 raise ConflictError(f"run {run_id} was resumed by someone else just now")
             self._trajectory.append_in(conn, run_id, EventKind.RUN_RESUMED, {
                 "decisions": [{"call_id": d.call_id, "decision": d.decision.value}
-                              for d in ticket.decisions]})
+                              for d in ticket.decisions], **(payload or {})})
 
     def finish(self, run_id: str, *, outcome: str, reason: str | None,
                payload: dict[str, Any] | None = None) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from stockade.store import Database, StoreError
 from stockade.store import events as event_sql
 from stockade.store.database import as_store_error
-from stockade.tools.canonical import canonical_json
+from stockade.thf.canonical import canonical_json
 
 GENESIS_HASH = "sha256:" + "0" * 64
 # Longest string a payload may hold: ids, names and digests fit; prose and documents do not.
@@ -35,6 +35,7 @@ class EventKind(StrEnum):
     GUARD_DECISION = "guard.decision"
     MODEL_REQUEST = "model.request"
     MODEL_USAGE = "model.usage"
+    MODEL_RETRY = "model.retry"
     METER_REFUSED = "meter.refused"
     TOOL_PROPOSED = "tool.proposed"
     TOOL_APPROVED = "tool.approved"

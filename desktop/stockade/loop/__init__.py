@@ -26,7 +26,7 @@ from stockade.loop.limits import (
     budget_exhaustion,
 )
 from stockade.loop.reducer import initial_state, reduce_turn
-from stockade.loop.runner import TurnRunner, document_digest
+from stockade.loop.runner import TurnRunner
 from stockade.loop.serialize import SnapshotError, turn_from_json, turn_to_json
 from stockade.loop.state import CallRecord, CallStatus, ToolSet, TurnOutcome, TurnPhase, TurnState
 from stockade.loop.transaction import (
@@ -64,7 +64,6 @@ __all__ = [
     "auto_grant_read_only",
     "budget_exhaustion",
     "commit_tool_outcome",
-    "document_digest",
     "grant_for_batch",
     "grant_for_call",
     "initial_state",

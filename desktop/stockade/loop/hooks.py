@@ -20,6 +20,7 @@ class StepKind(StrEnum):
 
     MODEL_REQUEST = "model.request"
     MODEL_USAGE = "model.usage"
+    MODEL_RETRY = "model.retry"
     TOOL_PROPOSED = "tool.proposed"
     TOOL_APPROVED = "tool.approved"
     TOOL_DENIED = "tool.denied"
@@ -40,18 +41,30 @@ class TurnStep:
 
 @dataclass(frozen=True, slots=True)
 class RequestPermit:
-    """Permission to send one provider request; `handle` identifies its credit reservation."""
+    """Permission to send one provider request; `handle` identifies its credit reservation.
+
+    `request` is exactly what may be sent (the input guard may have redacted the one the runner
+    built); None means the request as built. The reservation was priced on that request.
+    """
 
     handle: str
     reserved_credits: int = 0
     estimated_credits: int = 0
+    request: ChatRequest | None = None
+
+
+class RefusalKind(StrEnum):
+    """Why governance refused a request; each is also the turn's settle reason."""
+
+    CREDITS = "credits"  # the turn budget or a wallet limit would be crossed
+    GUARD = "guard"  # the input guard blocks secret-shaped text
 
 
 @dataclass(frozen=True, slots=True)
 class RequestRefused:
-    """The request may not be sent. `reason` is a bound name (`credits`) or `guard`."""
+    """The request may not be sent; `message` is shown to the user as the turn's notice."""
 
-    reason: str
+    reason: RefusalKind
     message: str
 
 

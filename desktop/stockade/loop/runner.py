@@ -5,12 +5,18 @@ in, runs approved calls strictly one at a time (each only after the reducer move
 `running`), commits outcomes through the transaction, and reports every step to the hooks
 before the step proceeds. Cancellation is honoured at every await; the deadline is enforced by
 a timer around every stream and every tool run, not only between iterations.
+
+It is also the one place a request is retried: a transient failure that arrives before the
+first event is reported to the reducer (which counts it against `max_retries`), recorded,
+waited out with backoff (or the provider's `retry-after`, clamped to the deadline; Stop cuts
+the wait short) and sent again, reserved and audited as a new attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -45,8 +51,8 @@ from stockade.loop.hooks import (
     TurnStep,
 )
 from stockade.loop.limits import TurnLimits
+from stockade.loop.reasons import SettleReason
 from stockade.loop.reducer import TurnInput, reduce_turn
-from stockade.loop.serialize import turn_from_json, turn_to_json
 from stockade.loop.state import (
     LIVE_PHASES,
     CallRecord,
@@ -67,7 +73,7 @@ from stockade.loop.transaction import (
     turn_undo_availability,
 )
 from stockade.loop.transaction import undo_turn as undo_ledger_turn
-from stockade.protocol.errors import ErrorCode, ProtocolException
+from stockade.protocol.errors import ProtocolError, ProtocolException
 from stockade.protocol.events import (
     Aborted,
     StreamError,
@@ -78,8 +84,10 @@ from stockade.protocol.events import (
 )
 from stockade.protocol.messages import Message, message_to_json
 from stockade.protocol.request import ChatRequest
+from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
+from stockade.thf.canonical import digest
+from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.canonical import digest
 from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk, ToolOutcome
 
 logger = logging.getLogger(__name__)
@@ -89,11 +97,6 @@ NO_PREPARED_TEXT = "Not run: this call has no validated input to run with."
 STALLED_TEXT = "The assistant stopped because the turn could not make progress."
 REQUEST_FAILED_TEXT = "The assistant stopped because the request to the model could not be prepared."
 HOOK_FAILED_TEXT = "The assistant stopped because a required record could not be written: {detail}"
-
-# Failures worth one more attempt at the turn level, and only before any content arrived.
-_RETRYABLE = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.TRANSPORT})
-
-SNAPSHOT_FORMAT = "stockade.runner/1"
 
 
 class StreamingProvider(Protocol):
@@ -113,11 +116,6 @@ def _default_request_check(request: ChatRequest) -> None:
     from stockade.protocol.models import preflight
 
     preflight(request)
-
-
-def document_digest(document: ThreatModel) -> str:
-    """The audit digest of a whole document."""
-    return digest(document.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def _wall_clock_ms() -> int:
@@ -151,6 +149,8 @@ class TurnRunner:
         request_check: RequestCheck | None = _default_request_check,
         validator: Validator | None = None,
         undo_label: str = "Assistant changes",
+        retry_policy: RetryPolicy | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._provider = provider
         self._tool_set = ToolSet.from_registry(registry)
@@ -179,6 +179,8 @@ class TurnRunner:
         self._finishing: asyncio.Future[Any] | None = None
         self.audit_error: BaseException | None = None
         self._waiting_since_ms: int | None = None
+        self._retry_policy = retry_policy or RetryPolicy()
+        self._rng = rng or random.Random()
 
     # ------------------------------------------------------------------ public API
 
@@ -315,7 +317,7 @@ class TurnRunner:
                     break
                 if self._state is before:
                     # Backstop: every pass must change the state, or the turn stops.
-                    self._dispatch(StopTurn(STALLED_TEXT, reason="stalled"))
+                    self._dispatch(StopTurn(STALLED_TEXT, reason=SettleReason.STALLED))
         except asyncio.CancelledError:
             # Whoever awaited us went away: stop the turn rather than leave it half-driven.
             if self._inflight is not None and not self._inflight.done():
@@ -330,47 +332,48 @@ class TurnRunner:
         await self._record_settled()
         return self._state
 
-    # ------------------------------------------------------------------ snapshot / resume
+    # ------------------------------------------------------------------ park / resume
 
-    def snapshot(self) -> dict[str, Any]:
-        """The whole waiting turn as JSON data (tools by name; no closures, no documents)."""
-        return {
-            "format": SNAPSHOT_FORMAT,
-            "model": self.model,
-            "provider_name": self.provider_name,
-            "waiting_since_ms": self._waiting_since_ms,
-            "turn": turn_to_json(self._state),
-        }
+    @property
+    def waiting_since_ms(self) -> int | None:
+        """When the turn began waiting for the decisions it waits on now (runner clock)."""
+        return self._waiting_since_ms
+
+    @property
+    def undo_entry(self) -> int | None:
+        """The serial of the history entry this turn's commits sit under (None: none yet)."""
+        return self._ledger.serial
 
     @classmethod
     def resume(
         cls,
-        snapshot: dict[str, Any],
+        state: TurnState,
         provider: StreamingProvider,
-        registry: Any,
         session: DocumentSession,
+        *,
+        waiting_since_ms: int | None = None,
+        undo_entry: int | None = None,
         **options: Any,
     ) -> TurnRunner:
-        """A runner continuing the same turn, under the same budget and limits. Raises
-        `SnapshotError` if a tool is gone or a re-prepared input no longer has its digest."""
-        from stockade.loop.serialize import SnapshotError
+        """A runner continuing a saved turn under the same budget and limits.
 
-        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
-            raise SnapshotError("This is not a saved Stockade turn.")
-        state = turn_from_json(snapshot["turn"], registry)
-        options.setdefault("model", snapshot.get("model", ""))
-        options.setdefault("provider_name", snapshot.get("provider_name", ""))
+        `undo_entry` is the history entry that already holds the turn's earlier commits (the
+        work done before it was parked, restored into `session` as one entry): later commits
+        join it, so one undo reverts the whole turn. Without it the earlier commits sit
+        outside this runner's reach and a turn undo leaves them (and their calls) as they are.
+        """
         options.setdefault("limits", state.limits)
         runner = cls(provider, state.tool_set, session, **options)
         runner._state = state
         runner._limits = state.limits
-        # The snapshot carries no pre-turn document, so undo of the resumed turn can revert only
-        # what it commits from here on; the earlier calls are kept out of the undo's record.
-        runner._done_before_resume = frozenset(
-            c.id for c in state.calls if c.status is CallStatus.SUCCEEDED
-        )
-        since = snapshot.get("waiting_since_ms")
-        runner._waiting_since_ms = since if isinstance(since, int) else None
+        if undo_entry is not None:
+            runner._ledger.serial = undo_entry
+            runner._ledger.commits = 1
+        else:
+            runner._done_before_resume = frozenset(
+                c.id for c in state.calls if c.status is CallStatus.SUCCEEDED
+            )
+        runner._waiting_since_ms = waiting_since_ms
         return runner
 
     # ------------------------------------------------------------------ internals
@@ -436,7 +439,9 @@ class TurnRunner:
     def _stop_for(self, exc: BaseException) -> None:
         detail = str(exc) or type(exc).__name__
         if self._state.phase in LIVE_PHASES:
-            self._dispatch(StopTurn(HOOK_FAILED_TEXT.format(detail=detail), reason="hook_failed"))
+            self._dispatch(
+                StopTurn(HOOK_FAILED_TEXT.format(detail=detail), reason=SettleReason.HOOK_FAILED)
+            )
         else:
             self.audit_error = exc
 
@@ -528,7 +533,7 @@ class TurnRunner:
             return
         except Exception:
             logger.warning("building the provider request failed", exc_info=True)
-            self._dispatch(StopTurn(REQUEST_FAILED_TEXT, reason="request_failed"))
+            self._dispatch(StopTurn(REQUEST_FAILED_TEXT, reason=SettleReason.REQUEST_FAILED))
             return
         try:
             decision = await self._hooks.before_request(request, state.iteration)
@@ -546,19 +551,23 @@ class TurnRunner:
             await self._settle_credits(decision, None, failed=True)
             return
         permit: RequestPermit = decision
+        sendable = permit.request if permit.request is not None else request
         payload = {
             "iteration": state.iteration,
+            "attempt": state.budget.retries_used + 1,
             "model": self.model,
             "provider": self.provider_name,
-            "request_digest": _request_digest(request),
-            "messages": len(request.messages),
-            "tools": len(request.tools),
+            "request_digest": _request_digest(sendable),
+            "messages": len(sendable.messages),
+            "tools": len(sendable.tools),
+            "reserved_credits": permit.reserved_credits,
+            "estimated_credits": permit.estimated_credits,
         }
         if not await self._record(StepKind.MODEL_REQUEST, payload):
             await self._settle_credits(permit, None, failed=True)
             return
         tally = _StreamTally()
-        finished, task = await self._run_bounded(self._pump(request, tally))
+        finished, task = await self._run_bounded(self._pump(sendable, tally))
         if finished and not task.cancelled() and task.exception() is not None:
             logger.warning("provider stream raised instead of yielding an error event")
             tally.failed = True
@@ -571,8 +580,31 @@ class TurnRunner:
         phase = self._state.phase
         if tally.held_error is not None and phase is TurnPhase.REQUESTING:
             self._dispatch(Retry(self._clock_ms(), tally.held_error))
+            if self._state.phase is TurnPhase.REQUESTING:
+                await self._wait_before_retry(tally.held_error)
         elif phase in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
             self._dispatch(StreamEnded())
+
+    async def _wait_before_retry(self, error: ProtocolError) -> None:
+        """Back off before the next attempt; the deadline clamps the wait and Stop ends it."""
+        attempt = self._state.budget.retries_used
+        delay_ms = retry_delay_ms(attempt, self._retry_policy, error.retry_after_ms, self._rng)
+        remaining_ms = int(self._remaining_s() * 1000)
+        payload = {
+            "iteration": self._state.iteration,
+            "attempt": attempt,
+            "code": error.code.value,
+            "status": error.status,
+            "retry_after_ms": error.retry_after_ms,
+            "delay_ms": min(delay_ms, remaining_ms),
+        }
+        if not await self._record(StepKind.MODEL_RETRY, payload):
+            return
+        if delay_ms <= 0:
+            return
+        finished, _task = await self._run_bounded(asyncio.sleep(delay_ms / 1000))
+        if not finished:
+            self._deadline_hit()
 
     async def _settle_credits(
         self, permit: RequestPermit, usage: Usage | None, *, failed: bool
@@ -609,7 +641,7 @@ class TurnRunner:
                     isinstance(event, StreamError)
                     and event.is_terminal
                     and not produced
-                    and event.error.code in _RETRYABLE
+                    and is_retryable(event.error)
                 ):
                     tally.held_error = event.error
                     tally.terminal = tally.failed = True

@@ -36,7 +36,7 @@ class ProtocolError:
     retry_after_ms: int | None = None
     status: int | None = None
     transport_reason: TransportReason | None = None
-    """Set on `transport` errors; `None` is read as a network failure (see `is_retriable`)."""
+    """Set on `transport` errors; `None` is read as a network failure (see `protocol.retry.is_retryable`)."""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"code": self.code.value, "message": self.message}
@@ -307,15 +307,3 @@ def context_overflow() -> ProtocolError:
 def unsupported_capability(message: str) -> ProtocolError:
     """The request needs something the chosen model cannot do; `message` is authored."""
     return ProtocolError(code=ErrorCode.UNSUPPORTED_CAPABILITY, message=message)
-
-
-def is_retriable(error: ProtocolError) -> bool:
-    """Whether a failure before any output is transient: rate limits, 5xx, network failures."""
-    if error.code is ErrorCode.RATE_LIMITED:
-        return True
-    if error.code is ErrorCode.HTTP_STATUS:
-        return error.status is not None and (error.status == 429 or 500 <= error.status <= 599)
-    if error.code is ErrorCode.TRANSPORT:
-        # A transport error built without a reason came from a connection failure path.
-        return error.transport_reason in (None, TransportReason.NETWORK)
-    return False

@@ -22,6 +22,7 @@ from stockade.protocol.events import (
     Usage,
 )
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from stockade.protocol.provider_ids import PRODUCTION_BASE_URLS, ProviderId
 from stockade.protocol.request import ChatRequest
 from stockade.providers.sse import SseFrame
 from stockade.providers.streaming import (
@@ -38,7 +39,7 @@ from stockade.providers.streaming import (
 )
 
 LABEL = "Anthropic"
-PRODUCTION_BASE_URL = "https://api.anthropic.com"
+PRODUCTION_BASE_URL = PRODUCTION_BASE_URLS[ProviderId.ANTHROPIC]
 """The only endpoint used outside tests; never taken from a document or the environment."""
 
 _ERRORS = SdkErrors(

@@ -1,42 +1,27 @@
-"""Builds the provider a turn should use from the provider id, settings and the key store.
+"""Builds the provider a turn should use from the provider id, its endpoint and the key store.
 
-Endpoints are fixed for Anthropic and OpenAI; the local server's URL comes from settings.
-Only tests can redirect the two cloud providers: `api_base_override`, or the environment
-variable `STOCKADE_TEST_API_BASE` honoured only while `STOCKADE_TESTING=1` is also set (the
-e2e tests of the command line point both providers at a fake server on 127.0.0.1 this way).
-A missing key is not an exception: the returned provider answers with one `no_api_key`
-error event.
+The endpoint is resolved and checked by the caller (`stockade.assistant.config`: `--base-url`,
+settings, the SDKs' own environment variables, else the official endpoint); nothing here reads
+the environment. A missing key is not an exception: the returned provider answers with one
+`no_api_key` error event.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 from stockade.protocol.errors import ErrorCode, ProtocolError, no_api_key
 from stockade.protocol.events import StreamError, StreamEvent
+from stockade.protocol.provider_ids import ProviderId
 from stockade.protocol.request import ChatRequest
 from stockade.providers.base import Provider
 from stockade.thf.model import ThreatModel
 
 log = logging.getLogger(__name__)
-
-TEST_API_BASE_ENV = "STOCKADE_TEST_API_BASE"
-TESTING_ENV = "STOCKADE_TESTING"
-
-
-class ProviderId(StrEnum):
-    ANTHROPIC = "anthropic"
-    OPENAI = "openai"
-    LOCAL = "local"
-    OFFLINE = "offline"
-    REPLAY = "replay"
-
 
 class KeyLookup(Protocol):
     """What the factory needs from `stockade.secrets.KeyStore`."""
@@ -56,14 +41,6 @@ class UnavailableProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         yield StreamError(error=self._error)
-
-
-def override_from_environment() -> str | None:
-    """The test-only endpoint override, when both environment variables say so."""
-    if os.environ.get(TESTING_ENV) != "1":
-        return None
-    value = os.environ.get(TEST_API_BASE_ENV, "").strip()
-    return value.rstrip("/") or None
 
 
 def _default_key_store() -> KeyLookup:
@@ -94,21 +71,18 @@ def _read_key(
 def create_provider(
     provider: str,
     *,
-    model: str,
     base_url: str | None = None,
     key_store: KeyLookup | None = None,
     document_source: Callable[[], ThreatModel] | None = None,
     replay_path: str | Path | None = None,
-    api_base_override: str | None = None,
 ) -> Provider:
     """The provider for `provider` (anthropic, openai, local, offline, replay).
 
-    `model` is the model the caller will request (kept for symmetry with settings; each
-    request carries its own). `base_url` is the local server's URL from settings.
+    `base_url` is the checked endpoint of an HTTP provider (required for local; the official
+    endpoint when None for Anthropic and OpenAI). Each request names its own model.
     Raises `ValueError` only for caller mistakes: an unknown provider id, or a missing
     `document_source` / `replay_path` / local `base_url`.
     """
-    del model  # each ChatRequest names its model
     try:
         which = ProviderId(provider)
     except ValueError:
@@ -133,7 +107,8 @@ def create_provider(
         from stockade.providers.local import LocalProvider
 
         if not base_url:
-            raise ValueError("The local provider needs the server URL from settings.")
+            raise ValueError("The local provider needs the server's address (settings or "
+                             "--base-url).")
         key, _ = _read_key(which.value, key_store)  # optional: a keyring fault means no key
         return LocalProvider(base_url, api_key=key)
 
@@ -142,11 +117,10 @@ def create_provider(
         return UnavailableProvider(which.value, problem)
     if key is None:
         return UnavailableProvider(which.value, no_api_key(which.value))
-    root = api_base_override or override_from_environment()
     if which is ProviderId.ANTHROPIC:
         from stockade.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(key, model_base_url=root)
+        return AnthropicProvider(key, model_base_url=base_url)
     from stockade.providers.openai import OpenAIProvider
 
-    return OpenAIProvider(key, model_base_url=f"{root.rstrip('/')}/v1" if root else None)
+    return OpenAIProvider(key, model_base_url=base_url)

@@ -19,6 +19,7 @@ from stockade.protocol.events import (
     ToolCallComplete,
     is_terminal,
 )
+from stockade.protocol.retry import parse_retry_after
 from stockade.providers.sse import SseDecoder, SseFrame, SseOverflow
 from stockade.secrets.secret_str import SecretStr
 
@@ -30,7 +31,6 @@ MAX_STREAM_BYTES = 50 * 1024 * 1024
 MAX_ERROR_BODY_CHARS = 16 * 1024
 """Only this much of an error body is looked at before redaction."""
 
-MAX_RETRY_AFTER_MS = 600_000
 """A `retry-after` hint is clamped to ten minutes."""
 
 BAD_TOOL_ARGUMENTS_MESSAGE = (
@@ -110,18 +110,6 @@ def http_client(timeout_s: float) -> httpx2.AsyncClient:
         follow_redirects=False,
         event_hooks={"response": [_refuse_redirects]},
     )
-
-
-def parse_retry_after(value: str | None) -> int | None:
-    """Delta-seconds only (HTTP dates are ignored), in milliseconds, clamped."""
-    if value is None:
-        return None
-    text = value.strip()
-    if not text.isascii() or not text.isdigit():
-        return None
-    if len(text) > 9:  # already past the clamp; also keeps int() away from huge digit strings
-        return MAX_RETRY_AFTER_MS
-    return min(int(text) * 1000, MAX_RETRY_AFTER_MS)
 
 
 @dataclass(frozen=True, slots=True)

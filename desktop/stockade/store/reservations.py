@@ -139,3 +139,11 @@ def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]
         "COALESCE(SUM(cached_input_tokens), 0) FROM reservation "
         "WHERE run_id = ? AND status <> 'open'", (run_id,)).fetchone()
     return int(r[0]), int(r[1]), int(r[2])
+
+
+def last_reservation_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int] | None:
+    """(reserved, estimated) of a run's newest request, or None before its first one."""
+    r = conn.execute(
+        "SELECT reserved, estimated FROM reservation WHERE run_id = ? "
+        "ORDER BY created_ms DESC, rowid DESC LIMIT 1", (run_id,)).fetchone()
+    return None if r is None else (int(r[0]), int(r[1]))

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
 from stockade.protocol.request import ToolSpec
-from stockade.tools.canonical import digest
+from stockade.thf.canonical import digest
 from stockade.tools.runtime import (
     PreparedCall,
     PrepareFailed,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stockade.tools.canonical import canonical_json
+from stockade.thf.canonical import canonical_json
 
 START_MARKER = "<<<UNTRUSTED_DOCUMENT_DATA>>>"
 END_MARKER = "<<<END_UNTRUSTED_DOCUMENT_DATA>>>"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger
-from stockade.governance.runstate import DocumentChanged, RunStates
+from stockade.governance.runstate import RunStates
 from stockade.governance.sealing import SnapshotKeyMissing, SnapshotKeys, SnapshotTampered
 from stockade.governance.trajectory import Trajectory
 from stockade.store import ConflictError, Database, NotFoundError
@@ -90,15 +90,15 @@ def test_resume_is_refused_while_a_call_is_undecided(runs: RunStates) -> None:
     run_id = _parked(runs)
     runs.decide(run_id, "call-1", Decision.APPROVED, "alice")
     with pytest.raises(ConflictError, match="call-2"):
-        runs.prepare_resume(run_id, lambda _path: DOC)
+        runs.prepare_resume(run_id)
     assert runs.get(run_id).status is RunStatus.PARKED
 
 
 def test_resume_then_claim_moves_the_run_to_running_once(runs: RunStates) -> None:
     run_id = _parked(runs)
     _decide_all(runs, run_id)
-    first = runs.prepare_resume(run_id, lambda _path: DOC)
-    second = runs.prepare_resume(run_id, lambda _path: DOC)
+    first = runs.prepare_resume(run_id)
+    second = runs.prepare_resume(run_id)
     runs.claim(first)
     with pytest.raises(ConflictError):
         runs.claim(second)
@@ -107,15 +107,7 @@ def test_resume_then_claim_moves_the_run_to_running_once(runs: RunStates) -> Non
     assert {d.call_id: d.decision for d in first.decisions} == {
         "call-1": Decision.APPROVED, "call-2": Decision.DENIED}
     with pytest.raises(ConflictError):
-        runs.prepare_resume(run_id, lambda _path: DOC)
-
-
-def test_resume_is_refused_when_the_document_changed(runs: RunStates) -> None:
-    run_id = _parked(runs)
-    _decide_all(runs, run_id)
-    with pytest.raises(DocumentChanged, match="changed"):
-        runs.prepare_resume(run_id, lambda _path: "sha256:" + "e" * 64)
-    assert runs.get(run_id).status is RunStatus.PARKED
+        runs.prepare_resume(run_id)
 
 
 def test_resume_is_refused_without_the_keyring_key(runs: RunStates, secrets: DictSecrets) -> None:
@@ -123,7 +115,7 @@ def test_resume_is_refused_without_the_keyring_key(runs: RunStates, secrets: Dic
     _decide_all(runs, run_id)
     secrets.items.clear()
     with pytest.raises(SnapshotKeyMissing):
-        runs.prepare_resume(run_id, lambda _path: DOC)
+        runs.prepare_resume(run_id)
     assert runs.get(run_id).status is RunStatus.PARKED
 
 
@@ -136,7 +128,7 @@ def test_resume_is_refused_for_a_tampered_snapshot(runs: RunStates, db: Database
     raw.execute("UPDATE run SET snapshot = ?", (bytes(blob),))
     raw.commit()
     with pytest.raises(SnapshotTampered):
-        runs.prepare_resume(run_id, lambda _path: DOC)
+        runs.prepare_resume(run_id)
     assert runs.get(run_id).status is RunStatus.PARKED
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from stockade.protocol.provider_ids import ProviderId
 from stockade.governance.guards import GuardPolicy
 from stockade.settings import (
     MAX_RECENT_FILES,
@@ -95,7 +96,7 @@ def test_setting_a_provider_key_never_writes_it_to_settings(stockade_home: Path)
 
     key = "sk-ant-api03-SettingsMustNeverHoldThis0123"
     KeyStore(use_env=False).set_key("anthropic", key)
-    save_settings(load_settings().model_copy(update={"provider": "anthropic"}))
+    save_settings(load_settings().model_copy(update={"provider": ProviderId.ANTHROPIC}))
     for path in stockade_home.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes()

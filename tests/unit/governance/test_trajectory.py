@@ -17,7 +17,7 @@ from stockade.governance.trajectory import (
     event_hash,
 )
 from stockade.store import Database
-from stockade.tools.canonical import canonical_json, digest
+from stockade.thf.canonical import canonical_json, digest
 
 
 def _fill(trajectory: Trajectory, n: int = 5) -> None:

@@ -11,8 +11,8 @@ from stockade.loop.limits import TurnLimits
 from stockade.loop.reducer import TurnInput, reduce_turn
 from stockade.loop.state import ToolSet, TurnPhase, TurnState
 from stockade.protocol.events import MessageStart, MessageStop, StopReason, ToolCallComplete
+from stockade.thf.canonical import digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.canonical import digest
 from stockade.tools.runtime import (
     PreparedCall,
     PrepareFailed,

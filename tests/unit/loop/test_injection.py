@@ -29,7 +29,7 @@ from stockade.protocol.events import (
     ToolCallComplete,
 )
 from stockade.protocol.pairing import check_tool_pairing
-from stockade.tools.canonical import digest
+from stockade.thf.canonical import digest
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolEffect, ToolOk
 from tests.unit.loop.fakes import Driver, base_model, empty_model

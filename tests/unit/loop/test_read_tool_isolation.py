@@ -11,7 +11,7 @@ import pytest
 import stockade
 
 PACKAGE = Path(stockade.__file__).resolve().parent
-READ_TOOL_MODULES = ["tools/read_tools.py", "tools/untrusted.py", "tools/canonical.py", "tools/schema.py",
+READ_TOOL_MODULES = ["tools/read_tools.py", "tools/untrusted.py", "thf/canonical.py", "tools/schema.py",
                      "tools/registry.py", "tools/runtime.py"]
 FORBIDDEN = (
     "os", "sys", "socket", "subprocess", "sqlite3", "shutil", "pathlib", "keyring", "platformdirs",

@@ -11,11 +11,11 @@ import pytest
 
 from stockade.loop.authorization import GrantScope
 from stockade.loop.history import DocumentSession
-from stockade.loop.hooks import RequestRefused, StepKind
+from stockade.loop.hooks import RefusalKind, RequestRefused, StepKind
 from stockade.loop.limits import TurnLimits
 from stockade.loop.runner import TurnRunner
-from stockade.loop.serialize import SnapshotError
-from stockade.loop.state import CallStatus, ToolSet, TurnOutcome, TurnPhase
+from stockade.loop.serialize import SnapshotError, turn_from_json, turn_to_json
+from stockade.loop.state import CallStatus, ToolSet, TurnOutcome, TurnPhase, TurnState
 from stockade.loop.transaction import UndoAvailability
 from stockade.protocol.errors import ErrorCode, ProtocolError
 from stockade.protocol.events import (
@@ -324,7 +324,7 @@ def test_hook_failure_on_the_request_record_sends_nothing() -> None:
 
 
 def test_refused_request_is_never_sent_and_settles_bounded() -> None:
-    hooks = RecordingHooks(refuse=RequestRefused("credits", "The turn budget is spent."))
+    hooks = RecordingHooks(refuse=RequestRefused(RefusalKind.CREDITS, "The turn budget is spent."))
     runner, provider, _, _ = make_runner([text_reply("hi")], hooks=hooks)
     state = run(runner.submit("hi"))
     assert (state.outcome, state.reason, provider.requests) == (TurnOutcome.BOUNDED, "credits", [])
@@ -399,14 +399,20 @@ def test_approve_batch_uses_only_the_captured_ids() -> None:
     run(scenario())
 
 
-def test_runner_resumes_a_snapshot_and_continues_the_same_turn() -> None:
+def saved(runner: TurnRunner, registry: Any = None) -> TurnState:
+    """The runner's waiting turn after a trip through JSON, as a parked run stores it."""
+    data = json.loads(json.dumps(turn_to_json(runner.state)))
+    return turn_from_json(data, registry if registry is not None else default_registry())
+
+
+def test_runner_resumes_a_saved_turn_and_continues_it() -> None:
     runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(max_iterations=4))
     waiting = run(runner.submit("go"))
-    data = json.loads(json.dumps(runner.snapshot()))
 
     provider = ScriptedProvider([text_reply("done")])
     resumed = TurnRunner.resume(
-        data, provider, default_registry(), session, clock_ms=lambda: 0, request_check=None
+        saved(runner), provider, session, model="m", provider_name="scripted",
+        clock_ms=lambda: 0, request_check=None,
     )
     assert resumed.state == waiting
     assert resumed.state.limits.max_iterations == 4
@@ -426,14 +432,13 @@ def test_undo_of_a_resumed_turn_reverts_and_marks_only_what_it_committed_after_t
         assert state.phase is TurnPhase.AWAITING_APPROVAL and state.call("c2") is not None
 
     run(park())
-    data = json.loads(json.dumps(runner.snapshot()))
     # Another process: the live document arrives without the history of the run that parked.
     parked = session.document
     elsewhere = DocumentSession(parked)
     hooks = RecordingHooks()
     resumed = TurnRunner.resume(
-        data, ScriptedProvider([text_reply("done")]), default_registry(), elsewhere,
-        hooks=hooks, clock_ms=lambda: 0, request_check=None,
+        saved(runner), ScriptedProvider([text_reply("done")]), elsewhere, model="m",
+        provider_name="scripted", hooks=hooks, clock_ms=lambda: 0, request_check=None,
     )
 
     async def finish_and_undo() -> None:
@@ -450,20 +455,48 @@ def test_undo_of_a_resumed_turn_reverts_and_marks_only_what_it_committed_after_t
     assert len(undone) == 1 and undone[0].payload["calls"] == ["c2"]
 
 
-def test_resume_refuses_a_snapshot_whose_input_was_altered() -> None:
-    runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
+def test_a_resumed_turn_that_continues_its_history_entry_undoes_everything_in_one_step() -> None:
+    runner, _, session, _ = make_runner(
+        [calls_reply(("c1", "add_element", add("A"))), calls_reply(("c2", "add_element", add("B")))]
+    )
+    before = session.document
+
+    async def park() -> None:
+        await runner.submit("go")
+        await runner.approve_call("c1")
+
+    run(park())
+    entry = runner.undo_entry
+    assert entry is not None
+    resumed = TurnRunner.resume(
+        saved(runner), ScriptedProvider([text_reply("done")]), session, undo_entry=entry,
+        model="m", provider_name="scripted", clock_ms=lambda: 0, request_check=None,
+    )
+
+    async def finish_and_undo() -> None:
+        assert (await resumed.approve_call("c2")).outcome is TurnOutcome.COMPLETED
+        assert await resumed.undo_turn()
+
+    run(finish_and_undo())
+    assert session.document is before
+    assert {c.id: c.status for c in resumed.state.calls} == {
+        "c1": CallStatus.UNDONE, "c2": CallStatus.UNDONE}
+
+
+def test_a_saved_turn_whose_input_was_altered_is_refused() -> None:
+    runner, _, _session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
     run(runner.submit("go"))
-    data = runner.snapshot()
-    data["turn"]["calls"][0]["raw_input"] = add("Something else")
+    data = turn_to_json(runner.state)
+    data["calls"][0]["raw_input"] = add("Something else")
     with pytest.raises(SnapshotError, match="no longer matches"):
-        TurnRunner.resume(data, ScriptedProvider([]), default_registry(), session, request_check=None)
+        turn_from_json(data, default_registry())
 
 
-def test_resume_refuses_a_snapshot_naming_a_missing_tool() -> None:
-    runner, _, session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
+def test_a_saved_turn_naming_a_missing_tool_is_refused() -> None:
+    runner, _, _session, _ = make_runner([calls_reply(("c1", "add_element", add("A")))])
     run(runner.submit("go"))
     with pytest.raises(SnapshotError, match="not available"):
-        TurnRunner.resume(runner.snapshot(), ScriptedProvider([]), ToolSet(), session, request_check=None)
+        turn_from_json(turn_to_json(runner.state), ToolSet())
 
 
 def test_system_prompt_may_be_built_from_the_live_document() -> None:
@@ -508,10 +541,12 @@ def test_the_wait_survives_a_snapshot_and_resume() -> None:
         [calls_reply(("c1", "add_element", add("A")))], limits=TurnLimits(deadline_ms=1000), clock=lambda: now[0]
     )
     run(runner.submit("go"))
-    data = json.loads(json.dumps(runner.snapshot()))
+    state = saved(runner)
     now[0] = 3_600_000  # parked for an hour
     provider = ScriptedProvider([text_reply("done")])
-    resumed = TurnRunner.resume(data, provider, default_registry(), session, clock_ms=lambda: now[0], request_check=None)
+    resumed = TurnRunner.resume(state, provider, session, waiting_since_ms=runner.waiting_since_ms,
+                                model="m", provider_name="scripted", clock_ms=lambda: now[0],
+                                request_check=None)
     state = run(resumed.approve_call("c1"))
     assert state.outcome is TurnOutcome.COMPLETED
 

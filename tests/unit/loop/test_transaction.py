@@ -18,8 +18,8 @@ from stockade.loop.transaction import (
     turn_undo_availability,
     undo_turn,
 )
+from stockade.thf.canonical import canonical_json
 from stockade.thf.model import DataFlow, Element, ThreatModel
-from stockade.tools.canonical import canonical_json
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import PreparedCall, ToolContext, ToolEffect, ToolFailed, ToolOk
 from tests.unit.loop.fakes import base_model

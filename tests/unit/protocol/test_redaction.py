@@ -12,11 +12,8 @@ from stockade.protocol.errors import (
     TransportReason,
     cap_utf16,
     http_status,
-    is_retriable,
-    malformed,
     no_api_key,
     provider_error_message,
-    rate_limited,
     redact,
     transport,
     utf16_len,
@@ -183,33 +180,6 @@ def test_json_without_a_transport_reason_still_round_trips() -> None:
     err = ProtocolError(code=ErrorCode.HTTP_STATUS, message="m", status=500)
     assert "transport_reason" not in err.to_json()
     assert ProtocolError.from_json(err.to_json()) == err
-
-
-@pytest.mark.parametrize(
-    ("error", "retriable"),
-    [
-        (rate_limited("Anthropic"), True),
-        (http_status("Anthropic", 500), True),
-        (http_status("Anthropic", 599), True),
-        (http_status("Anthropic", 529), True),
-        (http_status("Anthropic", 400), False),
-        (http_status("Anthropic", 401), False),
-        (http_status("Anthropic", 403), False),
-        (http_status("Anthropic", 404), False),
-        (transport("Anthropic"), True),
-        (transport("Anthropic", TransportReason.RESPONSE_TOO_LARGE), False),
-        (transport("Anthropic", TransportReason.REFUSED), False),
-        (ProtocolError(code=ErrorCode.TRANSPORT, message="m"), True),
-        (ProtocolError(code=ErrorCode.HTTP_STATUS, message="m"), False),
-        (malformed(), False),
-        (no_api_key("anthropic"), False),
-        (ProtocolError(code=ErrorCode.CONTEXT_OVERFLOW, message="m"), False),
-    ],
-)
-def test_only_rate_limits_server_errors_and_network_failures_are_retriable(
-    error: ProtocolError, retriable: bool
-) -> None:
-    assert is_retriable(error) is retriable
 
 
 def test_utf16_length_counts_astral_characters_twice_and_survives_lone_surrogates() -> None:

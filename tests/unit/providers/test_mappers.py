@@ -314,20 +314,6 @@ def test_openai_chunk_with_wrong_shape_is_only_a_notice_and_changes_nothing() ->
     assert events[2:] == [MessageStart(model="m"), TextDelta(text="ok")]
 
 
-def test_retry_after_parsing_takes_seconds_only_and_clamps() -> None:
-    from stockade.providers.streaming import parse_retry_after
-
-    assert parse_retry_after("2") == 2000
-    assert parse_retry_after(" 7 ") == 7000
-    assert parse_retry_after("18446744073709551615") == 600_000
-    assert parse_retry_after("9" * 10_000) == 600_000
-    assert parse_retry_after("Wed, 21 Oct 2026 07:28:00 GMT") is None
-    assert parse_retry_after("1.5") is None
-    assert parse_retry_after("-1") is None
-    assert parse_retry_after("٣") is None  # a non-ASCII digit is not a delay
-    assert parse_retry_after(None) is None
-
-
 def test_anthropic_body_drops_empty_text_and_empty_messages() -> None:
     from stockade.protocol.messages import Message, TextBlock, ToolCallBlock
     from stockade.providers.anthropic import anthropic_messages

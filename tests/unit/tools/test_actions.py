@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from stockade.thf.canonical import canonical_json
 from stockade.thf.model import DataFlow, Severity, ThreatModel
 from stockade.thf.validate import validate_references
 from stockade.tools import actions
@@ -21,7 +22,6 @@ from stockade.tools.actions import (
     ThreatUpdates,
     TrustBoundaryUpdates,
 )
-from stockade.tools.canonical import canonical_json
 from tests.unit.tools.conftest import el, make_doc
 
 

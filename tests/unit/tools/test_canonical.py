@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stockade.tools.canonical import canonical_json, digest
+from stockade.thf.canonical import canonical_json, digest
 
 
 def test_key_order_does_not_matter() -> None:

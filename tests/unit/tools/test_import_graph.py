@@ -9,7 +9,7 @@ from pathlib import Path
 READ_TOOL_MODULES = (
     "stockade.tools.read_tools",
     "stockade.tools.untrusted",
-    "stockade.tools.canonical",
+    "stockade.thf.canonical",
     "stockade.tools.schema",
     "stockade.tools.registry",
     "stockade.tools.runtime",

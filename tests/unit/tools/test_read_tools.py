@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from stockade.thf.canonical import canonical_json
 from stockade.thf.model import ThreatModel
-from stockade.tools.canonical import canonical_json
 from stockade.tools.read_tools import (
     PageStop,
     compact_projection,

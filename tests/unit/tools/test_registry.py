@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from stockade.thf.canonical import digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.canonical import digest
 from stockade.tools.prompt import build_system_prompt
 from stockade.tools.registry import ToolRegistry, default_registry, define_tool
 from stockade.tools.runtime import (

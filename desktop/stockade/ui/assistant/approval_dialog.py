@@ -2,18 +2,17 @@
 
 Window-modal, opened with `open()` and awaited (`ask()`), never `exec()`. Everything that came
 from the model — summaries, raw input, preview values — is shown as plain text only (labels in
-`PlainText` format, read-only plain-text editors). The preview runs the call's pure action on a
-copy of the current document and shows the entity diff; nothing is committed.
+`PlainText` format, read-only plain-text editors). The preview (`stockade.assistant.review`) runs
+the call's pure action on a copy of the document and shows the entity diff; nothing is committed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -28,33 +27,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from stockade.loop.state import CallRecord
-from stockade.thf.diff import describe, diff
-from stockade.thf.model import ThreatModel
-from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk
+from stockade.assistant.review import CallPreview
 from stockade.ui.assistant.tool_call_card import plain_label
 from stockade.ui.common.colors import text_style
-
-PREVIEW_VALUE_MAX = 160
-"""Longest before/after value shown per field; the raw input below always has the whole call."""
-PREVIEW_FIELDS_MAX = 40
 
 DESTRUCTIVE_WARNING = (
     "Destructive: this call removes data from the model. It is never approved in bulk; "
     "approve it on its own only if you are sure."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class PendingCallView:
-    """What the dialog shows for one call (all strings are plain text)."""
-
-    call_id: str
-    tool_name: str
-    summary: str
-    destructive: bool
-    raw_input: str
-    preview: tuple[str, ...]
 
 
 class ApprovalEnd(StrEnum):
@@ -77,69 +57,10 @@ class ApprovalOutcome:
     steps: tuple[ApprovalStep, ...]
 
 
-def _short(value: Any) -> str:
-    if value is None:
-        return "(none)"
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                           sort_keys=True)
-    text = text.replace("\r", " ").replace("\n", " ")
-    return text if len(text) <= PREVIEW_VALUE_MAX else text[: PREVIEW_VALUE_MAX - 1] + "…"
-
-
-def raw_input_text(raw: Any) -> str:
-    """The call's input exactly as the model sent it, pretty-printed JSON."""
-    try:
-        return json.dumps(raw, ensure_ascii=False, indent=2, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(raw)
-
-
-async def preview_call(call: CallRecord, document: ThreatModel) -> tuple[str, ...]:
-    """Run the call's pure action on `document` without committing; describe the difference."""
-    prepared = call.prepared
-    if prepared is None:
-        return ("This call has no valid input, so it cannot run.",)
-    try:
-        outcome = await prepared.run(ToolContext(document=document, cancelled=asyncio.Event()))
-    except Exception:  # a crashing tool shows as a failure here too; the runner logs its own
-        return ("The tool failed while previewing this call.",)
-    if isinstance(outcome, ToolFailed):
-        return ("This call would be refused:", outcome.result)
-    if not isinstance(outcome, ToolOk) or outcome.document is None:
-        return ("No change to the document (this call only reads).",)
-    changes = diff(document, outcome.document)
-    if not changes:
-        return ("No change to the document.",)
-    lines: list[str] = []
-    for change in changes:
-        lines.append(describe(change))
-        for field in change.fields[:PREVIEW_FIELDS_MAX]:
-            if change.change == "added":
-                lines.append(f"    {field.name}: {_short(field.after)}")
-            elif change.change == "removed":
-                lines.append(f"    {field.name}: {_short(field.before)}")
-            else:
-                lines.append(f"    {field.name}: {_short(field.before)} → {_short(field.after)}")
-        if len(change.fields) > PREVIEW_FIELDS_MAX:
-            lines.append(f"    … and {len(change.fields) - PREVIEW_FIELDS_MAX} more fields")
-    return tuple(lines)
-
-
-async def pending_views(calls: Sequence[CallRecord], document: ThreatModel) -> list[PendingCallView]:
-    """Views of `calls`, each previewed against the document as it is now."""
-    views = []
-    for call in calls:
-        views.append(PendingCallView(
-            call_id=call.id, tool_name=call.tool_name, summary=call.summary,
-            destructive=call.destructive, raw_input=raw_input_text(call.raw_input),
-            preview=await preview_call(call, document)))
-    return views
-
-
 class _CallRow(QFrame):
     """One call: summary, warning, preview, raw input, and its two buttons."""
 
-    def __init__(self, view: PendingCallView, parent: QWidget) -> None:
+    def __init__(self, view: CallPreview, parent: QWidget) -> None:
         super().__init__(parent)
         self.view = view
         self.setObjectName(f"approvalRow_{view.call_id}")
@@ -162,7 +83,7 @@ class _CallRow(QFrame):
             warning.setStyleSheet(text_style("#b91c1c", "font-weight: bold;"))
             layout.addWidget(warning)
         layout.addWidget(plain_label("What would change:", self))
-        self.preview_edit = self._text_box("approvalPreview", "\n".join(view.preview), 110)
+        self.preview_edit = self._text_box("approvalPreview", "\n".join(view.changes), 110)
         layout.addWidget(self.preview_edit)
         layout.addWidget(plain_label("Input sent by the assistant:", self))
         self.raw_edit = self._text_box("approvalRawInput", view.raw_input, 90)
@@ -205,7 +126,7 @@ class ApprovalDialog(QDialog):
     batchApproved = Signal(list)
     decisionDeferred = Signal()
 
-    def __init__(self, views: Sequence[PendingCallView], parent: QWidget, *,
+    def __init__(self, views: Sequence[CallPreview], parent: QWidget, *,
                  title: str = "Approve the assistant's changes",
                  intro: str | None = None) -> None:
         super().__init__(parent)

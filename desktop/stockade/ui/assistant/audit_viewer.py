@@ -25,15 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from stockade.store import StoreError
+from stockade.assistant.errors import REFUSALS, failure_text
 from stockade.ui.assistant.tool_call_card import plain_label
 from stockade.ui.common.colors import text_style
 
 if TYPE_CHECKING:
-    from stockade.governance.session import Governance
+    from stockade.assistant.records import RunInfo
+    from stockade.assistant.service import AssistantService
     from stockade.governance.trajectory import TrajectoryEvent, VerifyResult
-    from stockade.store.runs import RunRow
-    from stockade.ui.assistant.governance_worker import GovernanceWorker
 
 RUN_COLUMNS = ("Run", "Status", "Outcome", "Provider", "Model", "Started", "Document")
 EVENT_COLUMNS = ("#", "Kind", "Time", "Payload")
@@ -60,17 +59,17 @@ def verify_message(result: VerifyResult) -> str:
 class AuditViewer(QDialog):
     """Runs on the left, the selected run's events on the right, and a Verify chain button."""
 
-    def __init__(self, worker: GovernanceWorker, parent: QWidget,
+    def __init__(self, service: AssistantService, parent: QWidget,
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
         super().__init__(parent)
         self.setObjectName("auditViewer")
         self.setWindowTitle("Audit trail")
         self.setWindowModality(Qt.WindowModality.WindowModal)
         self.resize(1000, 600)
-        self._worker = worker
+        self._service = service
         self._spawn = spawn
         self._future: asyncio.Future[None] | None = None
-        self._runs: list[RunRow] = []
+        self._runs: list[RunInfo] = []
         self.events: list[TrajectoryEvent] = []
         self._closed = False  # finished: widgets may be gone, late results are dropped
         layout = QVBoxLayout(self)
@@ -120,14 +119,11 @@ class AuditViewer(QDialog):
         self.deleteLater()
 
     async def load_runs(self) -> None:
-        def runs(gov: Governance) -> list[RunRow]:
-            return gov.runs.list_runs()
-
         try:
-            rows = await self._worker.read_if_present(runs) or []
-        except StoreError as exc:
+            rows = await self._service.list_runs()
+        except REFUSALS as exc:
             if not self._closed:
-                self.result_label.setText(str(exc))
+                self.result_label.setText(failure_text(exc))
             return
         if self._closed:
             return
@@ -151,10 +147,10 @@ class AuditViewer(QDialog):
 
     async def load_events(self, run_id: str) -> None:
         try:
-            events = await self._worker.read_if_present(lambda g: g.trajectory.events(run_id)) or []
-        except StoreError as exc:
+            events = await self._service.audit_events(run_id)
+        except REFUSALS as exc:
             if not self._closed:
-                self.result_label.setText(str(exc))
+                self.result_label.setText(failure_text(exc))
             return
         if self._closed:
             return
@@ -179,19 +175,19 @@ class AuditViewer(QDialog):
         self.verify_button.setEnabled(False)
         self.result_label.setText("Checking every event…")
         try:
-            result = await self._worker.read_if_present(lambda g: g.trajectory.verify_chain())
-        except StoreError as exc:
+            result = await self._service.verify_audit()
+        except REFUSALS as exc:
             if not self._closed:
-                self.result_label.setText(str(exc))
+                self.result_label.setText(failure_text(exc))
             return None
         finally:
             if not self._closed:
                 self.verify_button.setEnabled(True)
         if self._closed:
             return result
-        if result is None:
+        if result.checked == 0:
             self.result_label.setText("There is no audit trail yet.")
-            return None
+            return result
         self.result_label.setText(verify_message(result))
         self.result_label.setStyleSheet(
             "" if result.ok else text_style("#b91c1c", "font-weight: bold;"))

@@ -6,7 +6,7 @@ is shown through `MarkdownView` (no HTML, no links, no resources) or as plain te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -42,6 +42,7 @@ class ModelChoice:
     model_id: str
     label: str
     configurable: bool = False
+    is_default: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +262,7 @@ class ChatPane(QWidget):
         layout.addLayout(buttons)
 
         self._choices: list[ModelChoice] = []
+        self._preferred: dict[str, str] = {}
         self._busy = False
         self.turns: list[TurnView] = []
         self.send_button.clicked.connect(self._on_send_clicked)
@@ -273,9 +275,16 @@ class ChatPane(QWidget):
 
     # -- provider and model ----------------------------------------------------------------
 
-    def set_choices(self, choices: Sequence[ModelChoice], provider: str, model: str) -> None:
-        """Fill the pickers from the model list and select `provider` / `model`."""
+    def set_choices(self, choices: Sequence[ModelChoice], provider: str, model: str,
+                    preferred: Mapping[str, str] | None = None) -> None:
+        """Fill the pickers from the model list and select `provider` / `model`.
+
+        `preferred` is the user's model per provider (settings): switching provider selects
+        it, so picking a provider never silently picks its most expensive model.
+        """
         self._choices = list(choices)
+        if preferred is not None:
+            self._preferred = dict(preferred)
         self.provider_combo.blockSignals(True)
         self.provider_combo.clear()
         for name in dict.fromkeys(c.provider for c in self._choices):
@@ -313,9 +322,14 @@ class ChatPane(QWidget):
 
     def _on_provider_combo_changed(self, _index: int) -> None:
         provider = str(self.provider_combo.currentData() or "")
-        default = next((c.model_id for c in self._choices if c.provider == provider), "")
-        self._fill_models("" if any(c.configurable for c in self._choices
-                                    if c.provider == provider) else default)
+        options = [c for c in self._choices if c.provider == provider]
+        chosen = self._preferred.get(provider)
+        if not chosen or not any(c.configurable or c.model_id == chosen for c in options):
+            chosen = next((c.model_id for c in options if c.is_default),
+                          options[0].model_id if options else "")
+            if any(c.configurable for c in options):
+                chosen = self._preferred.get(provider, "")
+        self._fill_models(chosen)
         self.modelChosen.emit(*self.selection())
 
     def _on_model_combo_activated(self, _index: int) -> None:
@@ -335,6 +349,16 @@ class ChatPane(QWidget):
         self.set_error(None)
         self.scroll_to_end()
         return view
+
+    def clear_turns(self) -> None:
+        """Start an empty transcript (another document is open: its context is not this one)."""
+        for view in self.turns:
+            view.hide()
+            view.deleteLater()
+        self.turns.clear()
+        self.set_notice(None)
+        self.set_error(None)
+        self.set_usage("")
 
     @property
     def current_turn(self) -> TurnView | None:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMainWindow
 
-from stockade.governance.session import ApprovePolicy, AssistantSession, open_governance
+from stockade.assistant.config import TurnConfig, TurnOverrides
+from stockade.assistant.review import CallPreview
+from stockade.assistant.service import AssistantService
 from stockade.loop.history import DocumentSession
 from stockade.loop.state import TurnState
 from stockade.settings import Settings
-from stockade.ui.assistant.approval_dialog import ApprovalDialog, PendingCallView, pending_views
+from stockade.ui.assistant.approval_dialog import ApprovalDialog
 
 SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
 SCREENSHOT_TIMEOUT_S = 60
@@ -27,35 +27,35 @@ class ScreenshotTurn:
     """Where the turn rested (its state) and the calls it waits on, ready for the dialog."""
 
     state: TurnState
-    views: list[PendingCallView]
+    views: list[CallPreview]
 
 
-def run_screenshot_turn(history: DocumentSession, settings: Settings, document_path: str,
-                        make_provider: Callable[[], Any]) -> ScreenshotTurn | BaseException | None:
+def run_screenshot_turn(history: DocumentSession, settings: Settings,
+                        document_path: str) -> ScreenshotTurn | BaseException | None:
     """Run an offline review turn to its first rest point; the failure, or None on timeout.
 
     The screenshot is taken right after this returns while the window's loop is busy, so the
-    turn runs on a helper thread with its own event loop. It is a real governed turn (audited,
-    metered at zero cost); `make_provider` is called on that helper thread.
+    turn runs on a helper thread with its own event loop and its own service. It is a real
+    governed turn (audited, metered at zero cost).
     """
     outcome: list[ScreenshotTurn | BaseException] = []
 
     async def turn() -> None:
-        gov = open_governance(recover=False)
-        session = AssistantSession.create(
-            gov, document_session=history, document_path=document_path,
-            provider=make_provider(), provider_name="offline", model="stride-rules",
-            limits=settings.turn_limits(), budgets=settings.credits.budgets(),
-            guard_policy=settings.guard_policy, approve=ApprovePolicy.MANUAL)
-        state = await session.start(SCREENSHOT_PROMPT)
-        views: list[PendingCallView] = []
-        outcome.append(ScreenshotTurn(state, views))  # the turn is shown even without its views
-        views.extend(await pending_views(state.pending_calls(), history.document))
-        # The picture is taken from the state above; the run itself is closed as cancelled
-        # so it is not left "running" (and later marked interrupted).
-        session.cancel()
-        await session.wait_cancelled()
-        gov.close()
+        service = AssistantService()
+        try:
+            config = TurnConfig.from_settings(settings, TurnOverrides(provider="offline",
+                                                                      model="stride-rules"))
+            turn = await service.start_turn(config, history, document_path=document_path,
+                                            prompt=SCREENSHOT_PROMPT)
+            views: list[CallPreview] = []
+            outcome.append(ScreenshotTurn(turn.state, views))  # shown even without its views
+            views.extend(await turn.previews())
+            # The picture is taken from the state above; the run itself is closed as
+            # cancelled so it is not left "running" (and later marked interrupted).
+            turn.cancel()
+            await turn.wait_cancelled()
+        finally:
+            service.close()
 
     def work() -> None:
         try:

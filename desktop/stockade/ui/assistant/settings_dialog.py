@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from stockade.assistant.errors import REFUSALS, StoreError
 from stockade.governance.guards import GuardPolicy
 from stockade.secrets import KeyProvider, SecretsError
 from stockade.settings import CreditSettings, LimitSettings, Settings
-from stockade.store import StoreError
 from stockade.ui.assistant.chat_pane import PROVIDER_LABELS
 from stockade.ui.assistant.tool_call_card import plain_label
 from stockade.ui.common.colors import text_style
@@ -93,11 +93,20 @@ class SettingsDialog(QDialog):
         self._shown_provider: str = settings.provider
         self._fill_models(settings.provider)
         self.provider_combo.currentIndexChanged.connect(self._on_provider_combo_changed)
-        self.base_url_edit = QLineEdit(settings.local_base_url, general)
+        self.base_url_edit = QLineEdit(settings.endpoints.local, general)
         self.base_url_edit.setObjectName("settingsBaseUrlEdit")
+        self.base_url_edit.setAccessibleName("Local server URL")
+        self.endpoint_edits: dict[str, QLineEdit] = {}
         form.addRow("Provider", self.provider_combo)
         form.addRow("Model", self.model_combo)
         form.addRow("Local server URL", self.base_url_edit)
+        for name, label in (("anthropic", "Anthropic address"), ("openai", "OpenAI address")):
+            edit = QLineEdit(getattr(settings.endpoints, name) or "", general)
+            edit.setObjectName(f"settingsEndpoint_{name}")
+            edit.setAccessibleName(label)
+            edit.setPlaceholderText("the official endpoint (or your gateway's https:// URL)")
+            self.endpoint_edits[name] = edit
+            form.addRow(label, edit)
         layout.addWidget(general)
 
         keys = QGroupBox("API keys", self)
@@ -253,7 +262,7 @@ class SettingsDialog(QDialog):
     # -- keys and spend --------------------------------------------------------------------
 
     async def refresh_status(self) -> None:
-        worker = self._controller.worker
+        worker = self._controller.service.worker
 
         def read_keys() -> tuple[Any, dict[str, Any]]:
             from stockade.secrets import KeyStore
@@ -280,18 +289,9 @@ class SettingsDialog(QDialog):
         await self._refresh_spend()
 
     async def _refresh_spend(self) -> None:
-        def spend(gov: Any) -> tuple[int, int]:
-            from stockade.governance.ledger import window_keys
-            from stockade.store import reservations
-
-            conn = gov.db.read()
-            day, month = window_keys(int(gov.clock_ms()))
-            return (reservations.committed_for_day(conn, day),
-                    reservations.committed_for_month(conn, month))
-
         try:
-            day, month = await self._controller.worker.read_if_present(spend) or (0, 0)
-        except (StoreError, RuntimeError):
+            day, month = await self._controller.service.wallet_spend()
+        except REFUSALS:
             if not self._closed:
                 self.spend_label.setText("Spent so far: not available")
             return
@@ -317,7 +317,7 @@ class SettingsDialog(QDialog):
             change(KeyStore().admin())
 
         try:
-            await self._controller.worker.run(run)
+            await self._controller.service.worker.run(run)
         except (SecretsError, StoreError) as exc:
             if not self._closed:
                 self._show_error(str(exc))
@@ -349,7 +349,9 @@ class SettingsDialog(QDialog):
         data.update({
             "provider": provider,
             "models": models,
-            "local_base_url": self.base_url_edit.text().strip(),
+            "endpoints": {"local": self.base_url_edit.text().strip(),
+                          **{name: edit.text().strip() or None
+                             for name, edit in self.endpoint_edits.items()}},
             "limits": LimitSettings(**{n: s.value() for n, s in self.limit_spins.items()})
             .model_dump(),
             "credits": CreditSettings(per_turn=self.turn_budget.value(),

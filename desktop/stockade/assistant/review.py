@@ -1,0 +1,106 @@
+"""What each pending call would change: the preview the approval dialog and `runs show` print.
+
+Calls are previewed in call order, each on the document the previous ones would leave (as if
+every earlier call were approved), so an add shows the id it will really get. Nothing is
+committed: the pure actions run on copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stockade.loop.state import CallRecord
+from stockade.thf.diff import describe, diff
+from stockade.thf.model import ThreatModel
+from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk
+
+PREVIEW_VALUE_MAX = 160
+"""Longest before/after value shown per field; the raw input always has the whole call."""
+PREVIEW_FIELDS_MAX = 40
+
+
+@dataclass(frozen=True, slots=True)
+class CallPreview:
+    """One pending call as a reviewer sees it (every string is plain text from the model or
+    the document: show it as text, never as markup)."""
+
+    call_id: str
+    tool_name: str
+    summary: str
+    destructive: bool
+    input_digest: str
+    raw_input: str
+    changes: tuple[str, ...]
+    refused: bool = False
+    """The call would be refused as it stands (its result would be an error)."""
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           sort_keys=True)
+    text = text.replace("\r", " ").replace("\n", " ")
+    return text if len(text) <= PREVIEW_VALUE_MAX else text[: PREVIEW_VALUE_MAX - 1] + "…"
+
+
+def raw_input_text(raw: Any) -> str:
+    """The call's input exactly as the model sent it, pretty-printed JSON."""
+    try:
+        return json.dumps(raw, ensure_ascii=False, indent=2, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(raw)
+
+
+def describe_changes(before: ThreatModel, after: ThreatModel) -> tuple[str, ...]:
+    """The entity diff from `before` to `after` as indented lines."""
+    changes = diff(before, after)
+    if not changes:
+        return ("No change to the document.",)
+    lines: list[str] = []
+    for change in changes:
+        lines.append(describe(change))
+        for field in change.fields[:PREVIEW_FIELDS_MAX]:
+            if change.change == "added":
+                lines.append(f"    {field.name}: {_short(field.after)}")
+            elif change.change == "removed":
+                lines.append(f"    {field.name}: {_short(field.before)}")
+            else:
+                lines.append(f"    {field.name}: {_short(field.before)} → {_short(field.after)}")
+        if len(change.fields) > PREVIEW_FIELDS_MAX:
+            lines.append(f"    … and {len(change.fields) - PREVIEW_FIELDS_MAX} more fields")
+    return tuple(lines)
+
+
+async def _preview_one(call: CallRecord,
+                       document: ThreatModel) -> tuple[tuple[str, ...], ThreatModel, bool]:
+    prepared = call.prepared
+    if prepared is None:
+        return ("This call has no valid input, so it cannot run.",), document, True
+    try:
+        outcome = await prepared.run(ToolContext(document=document, cancelled=asyncio.Event()))
+    except Exception:  # a crashing tool shows as a failure here too; the runner logs its own
+        return ("The tool failed while previewing this call.",), document, True
+    if isinstance(outcome, ToolFailed):
+        return ("This call would be refused:", outcome.result), document, True
+    if not isinstance(outcome, ToolOk) or outcome.document is None:
+        return ("No change to the document (this call only reads).",), document, False
+    return describe_changes(document, outcome.document), outcome.document, False
+
+
+async def preview_calls(calls: Sequence[CallRecord],
+                        document: ThreatModel) -> list[CallPreview]:
+    """Previews of `calls` in order, each on the document the earlier ones would produce."""
+    previews: list[CallPreview] = []
+    current = document
+    for call in calls:
+        lines, current, refused = await _preview_one(call, current)
+        previews.append(CallPreview(
+            call_id=call.id, tool_name=call.tool_name, summary=call.summary,
+            destructive=call.destructive, input_digest=call.input_digest,
+            raw_input=raw_input_text(call.raw_input), changes=lines, refused=refused))
+    return previews

@@ -1,0 +1,238 @@
+"""`Turn`: one governed assistant turn over a document, as both front ends drive it.
+
+A turn is started (or resumed) by `AssistantService`. From then on a front end only calls
+`approve`, `approve_batch`, `deny`, `cancel` and `undo`, each returning the next rest point
+(waiting for decisions, or settled). A headless approve policy decides at every rest point;
+when the turn settles its run is closed in the audit trail with the guarded final answer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from stockade.assistant.policy import (
+    POLICY_ACTORS,
+    POLICY_DENIAL_REASON,
+    ApprovePolicy,
+    decide_by_policy,
+)
+from stockade.assistant.review import CallPreview, preview_calls
+from stockade.assistant.summary import (
+    CallLine,
+    PendingLine,
+    RunOutcome,
+    TurnSummary,
+    final_text,
+    outcome_of,
+)
+from stockade.governance.guards import SecretGuard
+from stockade.governance.hooks import GovernedHooks
+from stockade.governance.services import Governance
+from stockade.governance.trajectory import EventKind, TrajectoryError
+from stockade.governance.worker import GovernanceWorker
+from stockade.loop.history import DocumentSession
+from stockade.loop.runner import TurnRunner
+from stockade.loop.state import CallRecord, CallStatus, TurnOutcome, TurnPhase, TurnState
+from stockade.loop.transaction import UndoAvailability
+from stockade.store import StoreError
+from stockade.thf.canonical import digest
+from stockade.thf.digest import document_digest
+from stockade.thf.model import ThreatModel
+
+if TYPE_CHECKING:
+    from stockade.assistant.config import TurnConfig
+
+
+class Turn:
+    """A turn in progress, parked, or settled. Single-use: a new prompt is a new turn."""
+
+    def __init__(self, *, run_id: str, config: TurnConfig, runner: TurnRunner,
+                 hooks: GovernedHooks, guard: SecretGuard, worker: GovernanceWorker,
+                 document_path: str, base_count: int,
+                 document_before_turn: ThreatModel | None, base_digest: str) -> None:
+        self.run_id = run_id
+        self.config = config
+        self.runner = runner
+        self.hooks = hooks
+        self.guard = guard
+        self._worker = worker
+        self.document_path = document_path
+        self.base_count = base_count
+        self.document_before_turn = document_before_turn
+        self.base_digest = base_digest
+        """The digest of the document the turn was started (or resumed) on: a write-back
+        requires the file to still be that, and "changed" means different from it."""
+        self.parked = False
+        self.finished = False
+        self.write_back = False
+        """A headless run asked to write its document back to the file (`--write`)."""
+        self.audit_error: BaseException | None = None
+        self._output_text: str | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> TurnState:
+        return self.runner.state
+
+    @property
+    def phase(self) -> TurnPhase:
+        return self.runner.state.phase
+
+    @property
+    def document_session(self) -> DocumentSession:
+        return self.runner.session
+
+    @property
+    def live(self) -> bool:
+        """Started, not settled and not parked (a front end may still decide or stop it)."""
+        return not self.parked and self.phase not in (TurnPhase.IDLE, TurnPhase.SETTLED)
+
+    @property
+    def waiting(self) -> bool:
+        return not self.parked and self.phase is TurnPhase.AWAITING_APPROVAL
+
+    def pending(self) -> tuple[CallRecord, ...]:
+        return self.state.pending_calls()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the document differs from the one the turn started (or resumed) on."""
+        return document_digest(self.document_session.document) != self.base_digest
+
+    async def previews(self) -> list[CallPreview]:
+        """What each pending call would change, in call order on the successive documents."""
+        return await preview_calls(self.pending(), self.document_session.document)
+
+    @property
+    def final_text(self) -> str:
+        """The final answer after the output guard (empty until the turn settled)."""
+        if self._output_text is not None:
+            return self._output_text
+        if self.phase is not TurnPhase.SETTLED:
+            return ""
+        text, _ = self.guard.check_output(final_text(self.state, self.base_count))
+        return text
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    def _actor(self, actor: str | None) -> str:
+        cleaned = (actor if actor is not None else self.config.actor).strip()
+        if not cleaned:
+            raise ValueError("an actor name is required for every decision")
+        return cleaned
+
+    async def approve(self, call_id: str, actor: str | None = None) -> TurnState:
+        return await self.rest(await self.runner.approve_call(call_id, self._actor(actor)))
+
+    async def approve_batch(self, call_ids: Sequence[str], actor: str | None = None) -> TurnState:
+        """Approve exactly these ids (destructive calls are never approved in bulk)."""
+        return await self.rest(await self.runner.approve_batch(call_ids, self._actor(actor)))
+
+    async def deny(self, call_id: str, actor: str | None = None,
+                   reason: str | None = None) -> TurnState:
+        return await self.rest(await self.runner.deny_call(call_id, self._actor(actor), reason))
+
+    def cancel(self) -> TurnState:
+        """Stop now (synchronous, so a click handler can call it); see `wait_cancelled`."""
+        return self.runner.cancel()
+
+    async def wait_cancelled(self) -> TurnState:
+        """After `cancel()` at rest: wait for the settlement record and close the run."""
+        await self.runner.wait_settled_record()
+        return await self.rest(self.runner.state)
+
+    def undo_availability(self) -> UndoAvailability:
+        return self.runner.undo_availability()
+
+    @property
+    def undoable(self) -> bool:
+        return (not self.parked and self.phase is TurnPhase.SETTLED
+                and self.undo_availability() is UndoAvailability.UNDOABLE)
+
+    async def undo(self) -> bool:
+        """Revert the whole turn's document changes in one step (recorded before it happens)."""
+        return await self.runner.undo_turn()
+
+    # -- rest points ---------------------------------------------------------------------------
+
+    async def rest(self, state: TurnState) -> TurnState:
+        """Let the headless policy decide what it may, and close the run once it settled."""
+        state = await self._apply_policy(state)
+        if state.phase is TurnPhase.SETTLED and not self.finished:
+            await self._finish(state)
+        return state
+
+    async def _apply_policy(self, state: TurnState) -> TurnState:
+        policy = self.config.approve
+        if policy in (ApprovePolicy.MANUAL, ApprovePolicy.READ):
+            return state
+        # Each pass decides at least one pending call, or stops: bounded by the call cap.
+        while state.phase is TurnPhase.AWAITING_APPROVAL:
+            pending = state.pending_calls()
+            decisions = decide_by_policy(policy, pending)
+            if decisions.empty:
+                break
+            actor = POLICY_ACTORS[policy]
+            if decisions.approve:
+                state = await self.runner.approve_batch(decisions.approve, actor)
+            for call_id in decisions.deny:
+                state = await self.runner.deny_call(call_id, actor, POLICY_DENIAL_REASON)
+            if state.phase is TurnPhase.AWAITING_APPROVAL and \
+                    [c.id for c in state.pending_calls()] == [c.id for c in pending]:
+                break
+        return state
+
+    async def _finish(self, state: TurnState) -> None:
+        self.finished = True
+        text, report = self.guard.check_output(final_text(state, self.base_count))
+        self._output_text = text
+        run_id = self.run_id
+        outcome = state.outcome.value if state.outcome else TurnOutcome.FAILED.value
+        payload = {"iterations": state.iteration, "calls": len(state.calls),
+                   "output_digest": digest(text)}
+
+        def finish(gov: Governance) -> None:
+            if report.count:
+                gov.trajectory.append(run_id, EventKind.GUARD_DECISION, report.to_payload())
+            gov.runs.finish(run_id, outcome=outcome, reason=state.reason, payload=payload)
+
+        try:
+            await self._worker.call(finish)
+        except (StoreError, sqlite3.Error, TrajectoryError) as exc:
+            self.audit_error = exc
+
+    # -- reporting -----------------------------------------------------------------------------
+
+    async def summary(self, *, document_written: bool = False,
+                      display_path: str | None = None) -> TurnSummary:
+        state = self.state
+        run_id = self.run_id
+
+        def read(gov: Governance) -> tuple[tuple[int, int, int], int, tuple[int, int] | None]:
+            return (gov.ledger.usage_for_run(run_id), gov.ledger.spent_for_run(run_id),
+                    gov.ledger.last_reservation(run_id))
+
+        (tokens_in, tokens_out, _cached), spent, last = await self._worker.call(read)
+        outcome = outcome_of(state, parked=self.parked)
+        reason = "approval" if outcome is RunOutcome.PARKED else (
+            state.reason if state.phase is TurnPhase.SETTLED else None)
+        return TurnSummary(
+            run_id=run_id, outcome=outcome, reason=reason, iterations=state.iteration,
+            calls=tuple(CallLine(c.id, c.tool_name, c.status,
+                                 c.denial_reason.value if c.denial_reason else None,
+                                 c.input_digest) for c in state.calls),
+            violations=tuple((v.violation.value, v.call_id) for v in state.violations),
+            text=self.final_text, notice=state.notice,
+            input_tokens=tokens_in, output_tokens=tokens_out, credits_spent=spent,
+            last_reserved=last[0] if last else None, last_estimated=last[1] if last else None,
+            document_path=display_path or self.document_path,
+            document_digest=document_digest(self.document_session.document),
+            document_written=document_written,
+            pending=tuple(PendingLine(c.id, c.tool_name, c.summary, c.destructive,
+                                      c.input_digest)
+                          for c in state.calls if c.status is CallStatus.PENDING),
+            error=state.error.message if state.error is not None else None,
+        )
