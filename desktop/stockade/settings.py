@@ -110,7 +110,7 @@ class CreditSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    per_turn: int = Field(2_000, ge=0)
+    per_turn: int = Field(2_000, gt=0)
     per_day: int | None = Field(20_000, ge=0)
     per_month: int | None = Field(200_000, ge=0)
 

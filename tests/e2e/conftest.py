@@ -1,4 +1,5 @@
-"""End-to-end helpers: run the real `stockade` console script in a child process."""
+"""End-to-end helpers: the `stockade` command line in this process (`run_cli`, the default) or
+as a real child process (`run_cli_process`, where the process boundary is what is tested)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from tests.helpers.cli import CliResult, invoke
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_SECONDS = 120
@@ -40,6 +43,16 @@ def cli_env(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
 
 
 def run_cli(
+    *args: str | os.PathLike[str],
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> CliResult:
+    """`stockade ARGS...` through `main(argv)` in this process (see `tests.helpers.cli`)."""
+    return invoke(*args, env=env, input=input, cwd=cwd)
+
+
+def run_cli_process(
     *args: str | os.PathLike[str],
     env: Mapping[str, str | None] | None = None,
     input: str | None = None,

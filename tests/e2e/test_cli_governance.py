@@ -1,10 +1,10 @@
 """Governance through the real CLI: assist, runs, audit — against the fake provider server.
 
-Every command is its own process sharing one temporary STOCKADE_HOME and one test file
-keyring, exactly as a user's app and terminal would share the real ones. Set-up decisions and
-after-the-fact checks of the database run in the test process itself (still a process apart
-from the one that parked and the one that resumes) wherever another test already proves the
-CLI command that would do the same; each CLI start costs about a second.
+Commands run through `main(argv)` in this process (`run_cli`), sharing one temporary
+STOCKADE_HOME and one test file keyring as a user's app and terminal share the real ones; the
+official SDK talks HTTP to the fake server on 127.0.0.1, reached through `ANTHROPIC_BASE_URL`
+exactly as a user's gateway would be. Real processes are used where the process boundary is
+the point: two concurrent resumes, and kill -9 in the middle of a turn.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from stockade.assistant.service import AssistantService
 from tests.conftest import THF_FIXTURES
 from tests.e2e.conftest import cli_env, run_cli, stockade_command
+from tests.helpers.cli import CliResult
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
 from tests.helpers.file_keyring import read_keyring_file
 
@@ -48,13 +50,12 @@ def env(tmp_path: Path, server: FakeProviderServer) -> dict[str, str]:
     return {
         "PYTHON_KEYRING_BACKEND": "tests.helpers.file_keyring.FileKeyring",
         "STOCKADE_TEST_KEYRING": str(tmp_path / "keyring.json"),
-        "STOCKADE_TESTING": "1",
-        "STOCKADE_TEST_API_BASE": server.url,
+        "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": API_KEY,
     }
 
 
-def cli(env: dict[str, str], *args: Any) -> subprocess.CompletedProcess[str]:
+def cli(env: dict[str, str], *args: Any) -> CliResult:
     result = run_cli(*args, env=env)
     assert API_KEY not in result.stdout + result.stderr
     return result
@@ -62,7 +63,7 @@ def cli(env: dict[str, str], *args: Any) -> subprocess.CompletedProcess[str]:
 
 def assist(
     env: dict[str, str], model_file: Path, *extra: str, prompt: str = "review the payment flows"
-) -> subprocess.CompletedProcess[str]:
+) -> CliResult:
     return cli(
         env,
         "assist",
@@ -78,7 +79,7 @@ def assist(
     )
 
 
-def as_json(result: subprocess.CompletedProcess[str]) -> Any:
+def as_json(result: CliResult | subprocess.CompletedProcess[str]) -> Any:
     assert result.stdout, result.stderr
     return json.loads(result.stdout)
 
@@ -130,15 +131,14 @@ def chain_verifies(stockade_home: Path) -> bool:
 
 
 def approve_in_this_process(stockade_home: Path, run_id: str, call_id: str) -> None:
-    """What `stockade runs approve` does, from the test process (no keyring is needed)."""
-    from stockade.governance import Governance, decide_parked
-    from stockade.store import open_database
+    """What `stockade runs approve` does, through the service (no keyring is needed)."""
+    import asyncio
 
-    db = open_database(db_path(stockade_home))
+    service = AssistantService()
     try:
-        assert decide_parked(Governance(db), run_id, call_id, approve=True, actor="ana")
+        assert asyncio.run(service.decide(run_id, call_id, approve=True, actor="ana"))
     finally:
-        db.close()
+        service.close()
 
 
 def ledger_balanced(stockade_home: Path) -> bool:

@@ -70,7 +70,7 @@ def test_three_iteration_turn_with_approvals_a_denial_a_bound_and_an_undo() -> N
                 reply(("c5", "add_element", add("Logs"))),
             ]
         )
-        provider = create_provider("anthropic", model=MODEL, key_store=StaticKeys(), api_base_override=server.url)
+        provider = create_provider("anthropic", key_store=StaticKeys(), base_url=server.url)
         runner = TurnRunner(
             provider,
             default_registry(),

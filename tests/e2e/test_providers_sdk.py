@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stockade.loop.history import DocumentSession
+from stockade.loop.hooks import StepKind
 from stockade.loop.limits import TurnLimits
 from stockade.loop.runner import TurnRunner
 from stockade.loop.state import TurnOutcome, TurnPhase, TurnState
@@ -32,7 +33,7 @@ from stockade.protocol.events import (
 )
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from stockade.protocol.request import ChatRequest, ToolSpec
-from stockade.protocol.retry import RetryingProvider, RetryPolicy
+from stockade.protocol.retry import RetryPolicy
 from stockade.providers.anthropic import AnthropicProvider
 from stockade.providers.base import Provider
 from stockade.providers.factory import create_provider
@@ -338,17 +339,26 @@ def test_in_stream_provider_error_is_terminal(server: FakeProviderServer) -> Non
     assert last.error.provider_detail == "overloaded_error: Overloaded"
 
 
+def turn_through(server: FakeProviderServer, name: str, *replies: Reply,
+                 limits: TurnLimits | None = None) -> tuple[TurnState, RecordingHooks]:
+    """One turn through the runner (the one place requests are retried) and the real SDK."""
+    server.script(list(replies))
+    hooks = RecordingHooks()
+    runner = TurnRunner(
+        PROVIDERS[name](server), default_registry(), DocumentSession(base_model()),
+        hooks=hooks, limits=limits or TurnLimits(), model="test-model-1", provider_name=name,
+        system_prompt="You review threat models.", request_check=None,
+        retry_policy=RetryPolicy(base_delay_ms=1, max_delay_ms=2))
+    return asyncio.run(runner.submit("Review the gateway.")), hooks
+
+
 def test_an_overload_before_any_output_is_retried(server: FakeProviderServer) -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
     overloaded = sse_body([anthropic_error_frame("overloaded_error", "Overloaded")])
-    server.script([Reply.sse(overloaded), Reply.sse(stream_fixture("anthropic_text.sse"))])
-    events = collect(RetryingProvider(anthropic(server), RetryPolicy(), sleep=fake_sleep))
-    assert events == TEXT_EVENTS
-    assert waits == [0.5] and len(server.requests) == 2
+    state, hooks = turn_through(server, "anthropic", Reply.sse(overloaded),
+                                Reply.sse(stream_fixture("anthropic_text.sse")))
+    assert state.outcome is TurnOutcome.COMPLETED and len(server.requests) == 2
+    [retry] = [s.payload for s in hooks.steps if s.kind is StepKind.MODEL_RETRY]
+    assert retry["status"] == 529
 
 
 # --- chunking ------------------------------------------------------------------------------------
@@ -461,51 +471,35 @@ def test_the_key_is_not_in_the_provider_repr_or_its_attributes() -> None:
 def test_429_is_retried_after_the_hinted_delay_then_succeeds(
     server: FakeProviderServer, name: str
 ) -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    body = stream_fixture(f"{name}_text.sse")
-    server.script(
-        [Reply.status_reply(429, "slow down", headers={"retry-after": "2"}), Reply.sse(body)]
-    )
-    provider = RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep)
-    events = collect(provider)
-    assert events == TEXT_EVENTS
-    assert waits == [2.0]
-    assert len(server.requests) == 2
+    state, hooks = turn_through(
+        server, name, Reply.status_reply(429, "slow down", headers={"retry-after": "0"}),
+        Reply.sse(stream_fixture(f"{name}_text.sse")))
+    assert state.outcome is TurnOutcome.COMPLETED and len(server.requests) == 2
+    [retry] = [s.payload for s in hooks.steps if s.kind is StepKind.MODEL_RETRY]
+    assert retry["retry_after_ms"] == 0 and retry["status"] == 429
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_429_every_attempt_gives_one_redacted_rate_limited_event(
+def test_429_every_attempt_ends_the_turn_with_one_redacted_rate_limited_error(
     server: FakeProviderServer, name: str
 ) -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
     busy = Reply.status_reply(
-        429, "slow down, key sk-live-RL429SECRETabc", headers={"retry-after": "1"}
+        429, "slow down, key sk-live-RL429SECRETabc", headers={"retry-after": "0"}
     )
-    server.script([busy, busy, busy])
-    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
-    assert waits == [1.0, 1.0]  # the hint, never shorter than the backoff (0.5 s, 1 s)
-    assert len(server.requests) == 3
-    [error] = events
-    assert isinstance(error, StreamError) and error.error.code is ErrorCode.RATE_LIMITED
-    assert "RL429SECRET" not in (error.error.provider_detail or "")
+    state, hooks = turn_through(server, name, busy, busy, busy,
+                                limits=TurnLimits(max_retries=2))
+    assert len(server.requests) == 3 and hooks.kinds().count(StepKind.MODEL_RETRY) == 2
+    assert state.outcome is TurnOutcome.FAILED
+    assert state.error is not None and state.error.code is ErrorCode.RATE_LIMITED
+    assert "RL429SECRET" not in (state.error.provider_detail or "")
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_401_is_never_retried(server: FakeProviderServer, name: str) -> None:
-    async def fake_sleep(seconds: float) -> None:
-        raise AssertionError("no retry expected")
-
-    server.script([Reply.status_reply(401, "no"), Reply.sse(stream_fixture(f"{name}_text.sse"))])
-    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
-    assert len(events) == 1 and len(server.requests) == 1
+    state, hooks = turn_through(server, name, Reply.status_reply(401, "no"),
+                                Reply.sse(stream_fixture(f"{name}_text.sse")))
+    assert state.outcome is TurnOutcome.FAILED and len(server.requests) == 1
+    assert StepKind.MODEL_RETRY not in hooks.kinds()
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
@@ -524,7 +518,7 @@ def test_429_carries_rate_limited_code_and_retry_after(
     assert "SECRET" not in (error.error.provider_detail or "")
 
 
-def test_a_date_retry_after_gives_no_hint(server: FakeProviderServer) -> None:
+def test_a_date_retry_after_in_the_past_means_no_wait(server: FakeProviderServer) -> None:
     events = play(
         server,
         "openai",
@@ -532,48 +526,30 @@ def test_a_date_retry_after_gives_no_hint(server: FakeProviderServer) -> None:
     )
     error = events[0]
     assert isinstance(error, StreamError)
-    assert error.error.retry_after_ms is None and error.error.provider_detail is None
+    assert error.error.retry_after_ms == 0 and error.error.provider_detail is None
     assert error.error.status == 503
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_500_then_success_is_retried_once(server: FakeProviderServer, name: str) -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    server.script([Reply.status_reply(500, "boom"), Reply.sse(stream_fixture(f"{name}_tool.sse"))])
-    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
-    assert events == TOOL_EVENTS
-    assert waits == [0.5]
-    assert len(server.requests) == 2
+    state, hooks = turn_through(server, name, Reply.status_reply(500, "boom"),
+                                Reply.sse(stream_fixture(f"{name}_text.sse")))
+    assert state.outcome is TurnOutcome.COMPLETED
+    assert hooks.kinds().count(StepKind.MODEL_RETRY) == 1 and len(server.requests) == 2
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_a_failure_after_the_first_text_delta_is_not_retried(
     server: FakeProviderServer, name: str
 ) -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
     body = stream_fixture(f"{name}_text.sse")
     # Drop the connection right after the frame holding the first text delta.
     cut = body.index(b"\n\n", body.index(b"Review ")) + 2
-    server.script(
-        [
-            Reply.sse(body, splits=[cut], drop_after=cut),
-            Reply.sse(body),
-        ]
-    )
-    events = collect(RetryingProvider(PROVIDERS[name](server), RetryPolicy(), sleep=fake_sleep))
-    assert events[:2] == [MessageStart(model="test-model-1"), TextDelta(text="Review ")]
-    last = events[-1]
-    assert isinstance(last, StreamError) and last.is_terminal
-    assert last.error.code is ErrorCode.TRANSPORT
-    assert waits == [] and len(server.requests) == 1
+    state, hooks = turn_through(server, name, Reply.sse(body, splits=[cut], drop_after=cut),
+                                Reply.sse(body))
+    assert state.outcome is TurnOutcome.FAILED and len(server.requests) == 1
+    assert state.error is not None and state.error.code is ErrorCode.TRANSPORT
+    assert StepKind.MODEL_RETRY not in hooks.kinds()
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
@@ -688,7 +664,7 @@ def runner_on_a_stalled_answer(
     partial = body[: body.index(b"\n\n", body.index(b"Review ")) + 2]
     server.script([Reply.sse(partial, stall=True)])
     return TurnRunner(
-        RetryingProvider(PROVIDERS[name](server)),
+        PROVIDERS[name](server),
         default_registry(),
         DocumentSession(base_model()),
         hooks=RecordingHooks(),
@@ -756,18 +732,19 @@ def test_an_unterminated_overlong_line_ends_the_stream(
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_the_factory_reaches_the_fake_server_only_in_testing_mode(
+def test_the_factory_reaches_the_configured_endpoint_and_no_environment_switch(
     server: FakeProviderServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    server.script([Reply.sse(stream_fixture(f"{name}_tool.sse"))])
+    url = server.url if name == "anthropic" else f"{server.url}/v1"
+    assert collect(create_provider(name, base_url=url)) == TOOL_EVENTS
+    assert server.requests[0].headers["authorization"].endswith("TESTKEYabcdef0123456789") \
+        or server.requests[0].headers.get("x-api-key", "").endswith("TESTKEYabcdef0123456789")
     monkeypatch.setenv("STOCKADE_TEST_API_BASE", server.url)
     monkeypatch.setenv("STOCKADE_TESTING", "1")
-    server.script([Reply.sse(stream_fixture(f"{name}_tool.sse"))])
-    assert collect(create_provider(name, model="test-model-1")) == TOOL_EVENTS
-    assert server.requests[0].headers["authorization"].endswith("TESTKEYabcdef0123456789")
-    monkeypatch.delenv("STOCKADE_TESTING")
-    assert server.url not in repr(create_provider(name, model="test-model-1"))
+    assert server.url not in repr(create_provider(name))
 
 
 # --- request bodies ------------------------------------------------------------------------------

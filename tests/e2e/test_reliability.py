@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import THF_FIXTURES
-from tests.e2e.conftest import REPO_ROOT, cli_env, run_cli, stockade_command
+from tests.e2e.conftest import REPO_ROOT, cli_env, run_cli, run_cli_process, stockade_command
 from tests.e2e.test_cli_governance import API_KEY, MODEL, add_threat_call, ledger_balanced
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
 
@@ -169,8 +169,7 @@ def test_kill_9_at_random_moments_of_a_turn_keeps_the_database_ledger_and_file_c
         env = {
             "PYTHON_KEYRING_BACKEND": "tests.helpers.file_keyring.FileKeyring",
             "STOCKADE_TEST_KEYRING": str(tmp_path / "keyring.json"),
-            "STOCKADE_TESTING": "1",
-            "STOCKADE_TEST_API_BASE": server.url,
+            "ANTHROPIC_BASE_URL": server.url,
             "ANTHROPIC_API_KEY": API_KEY,
         }
         for kill in range(TURN_KILLS):
@@ -300,7 +299,7 @@ def test_the_app_starts_on_a_damaged_database_and_says_what_to_do(
     _damage(used_database, "random_bytes", random.Random(SEED))
     model = tmp_path / "model.thf"
     shot = tmp_path / "shot.png"
-    result = run_cli(model, "--screenshot", shot)
+    result = run_cli_process(model, "--screenshot", shot)
     assert result.returncode == 0, result.stderr
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Traceback" not in result.stderr

@@ -21,9 +21,9 @@ API_KEY = "sk-ant-api03-ChatPaneTestKey0123456789abcdef"
 
 
 def use_fake_server(monkeypatch: pytest.MonkeyPatch, server: FakeProviderServer) -> None:
-    """Point the real Anthropic SDK at the fake server and store a key in the test keyring."""
-    monkeypatch.setenv("STOCKADE_TESTING", "1")
-    monkeypatch.setenv("STOCKADE_TEST_API_BASE", server.url)
+    """Point the real Anthropic SDK at the fake server (the SDK's own `ANTHROPIC_BASE_URL`,
+    which Stockade honours and checks like any endpoint) and store a key in the keyring."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     KeyStore().set_key("anthropic", API_KEY)
 
 
@@ -49,10 +49,10 @@ def choose(controller: AssistantController, provider: str = "anthropic",
 
 def send(driver: WindowDriver, controller: AssistantController, prompt: str) -> None:
     controller.pane.prompt_edit.setPlainText(prompt)
-    before = controller.session
+    before = controller.turn
     controller.pane.send_button.click()
     # Generous: the first turn of a process imports the provider SDKs (seconds on a busy box).
-    driver.qtbot.waitUntil(lambda: controller.session is not before, timeout=30_000)
+    driver.qtbot.waitUntil(lambda: controller.turn is not before, timeout=30_000)
 
 
 def wait_dialog(driver: WindowDriver, controller: AssistantController) -> ApprovalDialog:
@@ -65,8 +65,8 @@ def wait_dialog(driver: WindowDriver, controller: AssistantController) -> Approv
 
 def wait_settled(driver: WindowDriver, controller: AssistantController) -> None:
     def settled() -> bool:
-        session = controller.session
-        return (session is not None and session.state.phase is TurnPhase.SETTLED
+        turn = controller.turn
+        return (turn is not None and turn.state.phase is TurnPhase.SETTLED
                 and not controller._looping and not controller.pane.busy)
 
     driver.qtbot.waitUntil(settled, timeout=30_000)

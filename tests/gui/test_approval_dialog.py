@@ -9,12 +9,12 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
-from stockade.governance.session import open_governance, parked_runs
+from stockade.assistant.review import CallPreview
+from stockade.governance.services import open_governance
 from stockade.store.runs import RunStatus
 from stockade.ui.assistant.approval_dialog import (
     ApprovalDialog,
     ApprovalEnd,
-    PendingCallView,
     label_is_plain,
 )
 from tests.gui.chat_helpers import (
@@ -100,8 +100,9 @@ def test_a_destructive_call_carries_a_warning_and_a_preview_that_changes_nothing
 
 
 def test_approve_all_captures_the_ids_at_click_time(driver: WindowDriver) -> None:
-    views = [PendingCallView(f"c{i}", "update_threat", f"Update threat t{i}", destructive=i == 2,
-                             raw_input="{}", preview=("Changed threat",)) for i in range(3)]
+    views = [CallPreview(f"c{i}", "update_threat", f"Update threat t{i}", destructive=i == 2,
+                         input_digest="sha256:" + "0" * 64, raw_input="{}",
+                         changes=("Changed threat",)) for i in range(3)]
     dialog = ApprovalDialog(views, driver.window)
     task = driver.window.spawn(dialog.ask())
     driver.qtbot.waitUntil(dialog.isVisible, timeout=10_000)
@@ -132,7 +133,7 @@ def test_closing_the_window_parks_a_turn_awaiting_approval(
     dialog.reject()  # the user closes the dialog: the turn keeps waiting in memory
     driver.qtbot.waitUntil(lambda: controller.pane.review_button.isVisible(), timeout=10_000)
     assert controller.pane.pending_label.text() == "Waiting for your decision: 1 call"
-    session = controller.session
+    session = controller.turn
     assert session is not None
     run_id = session.run_id
 
@@ -141,9 +142,9 @@ def test_closing_the_window_parks_a_turn_awaiting_approval(
     gov = open_governance()
     try:
         assert gov.runs.get(run_id).status is RunStatus.PARKED
-        runs = parked_runs(gov, str(path.resolve()))
-        assert [r["run_id"] for r in runs] == [run_id]
-        assert [p["call_id"] for p in runs[0]["pending"]] == ["toolu_d"]
+        runs = gov.runs.list_runs(status=RunStatus.PARKED, document_path=str(path.resolve()))
+        assert [r.run_id for r in runs] == [run_id]
+        assert [p.call_id for p in gov.runs.pending_calls(run_id)] == ["toolu_d"]
     finally:
         gov.close()
 
@@ -162,9 +163,9 @@ def test_stop_while_the_dialog_is_open_closes_it_and_cancels_the_turn(
     controller.pane.stop_button.click()
     wait_settled(driver, controller)
     assert controller.dialog is None
-    assert controller.session is not None
-    assert controller.session.state.outcome is not None
-    assert controller.session.state.outcome.value == "cancelled"
+    assert controller.turn is not None
+    assert controller.turn.state.outcome is not None
+    assert controller.turn.state.outcome.value == "cancelled"
     assert controller.pane.current_turn.cards["toolu_d"].status == "denied"  # type: ignore[union-attr]
     assert "Let me delete this." in controller.pane.current_turn.answer.toPlainText()  # type: ignore[union-attr]
     assert not controller.pane.error_label.isVisible()

@@ -33,7 +33,7 @@ def _offline_turn(driver: WindowDriver, tmp_path: Path) -> str:
     assert proposed > 0
     assert len(driver.document.threats) == before + proposed
     assert "Credits spent: 0" in controller.pane.usage_label.text()  # local rules cost nothing
-    session = controller.session
+    session = controller.turn
     assert session is not None
     return session.run_id
 

@@ -70,7 +70,7 @@ def test_stop_while_a_turn_waits_without_its_dialog_cancels_it_quietly(
     driver.qtbot.waitUntil(controller.pane.review_button.isVisible, timeout=10_000)
     controller.pane.stop_button.click()
     wait_settled(driver, controller)
-    assert controller.session is not None and controller.session.finished
+    assert controller.turn is not None and controller.turn.finished
     assert card_statuses(controller) == {"toolu_1": "denied"}
     assert "Stopped" in controller.pane.notice_label.text()
     assert not controller.pane.error_label.isVisible()
@@ -107,9 +107,9 @@ def test_a_follow_up_turn_sends_the_earlier_conversation(
     choose(controller)
     send(driver, controller, "first question")
     wait_settled(driver, controller)
-    first_session = controller.session
+    first_session = controller.turn
     send(driver, controller, "second question")
-    assert controller.session is not first_session
+    assert controller.turn is not first_session
     wait_settled(driver, controller)
 
     sent = json.dumps(server.requests[1].body["messages"])
@@ -148,7 +148,7 @@ def test_sending_without_a_document_says_so_in_one_line(driver: WindowDriver) ->
     controller.pane.send_button.click()
     driver.qtbot.waitUntil(controller.pane.error_label.isVisible, timeout=10_000)
     assert controller.pane.error_label.text() == "Open or create a threat model first."
-    assert controller.session is None
+    assert controller.turn is None
 
 
 def test_a_damaged_database_error_wraps_so_its_advice_is_readable_in_a_narrow_pane(

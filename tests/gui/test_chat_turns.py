@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QLabel, QPushButton
 
-from stockade.governance.session import open_governance
+from stockade.governance.services import open_governance
 from stockade.store.runs import RunStatus
 from tests.gui.chat_helpers import (
     API_KEY,
@@ -151,7 +151,7 @@ def test_edit_undo_reverts_the_whole_ai_turn_in_one_step(
     driver.qtbot.waitUntil(lambda: driver.document is original, timeout=10_000)
     assert card_statuses(controller)["toolu_3"] == "undone"
     assert not controller.pane.undo_turn_button.isEnabled()
-    session = controller.session
+    session = controller.turn
     assert session is not None
     gov = open_governance()
     try:
@@ -181,7 +181,7 @@ def test_stop_mid_stream_keeps_the_partial_text_and_shows_no_error(
     controller.pane.stop_button.click()
     wait_settled(driver, controller)
 
-    session = controller.session
+    session = controller.turn
     assert session is not None and session.state.outcome is not None
     assert session.state.outcome.value == "cancelled"
     assert "Part 0 of a long answer. Part 1" in view.answer.toPlainText()
@@ -244,7 +244,7 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
     send(driver, controller, "tidy the threats")
     dialog = wait_dialog(driver, controller)
     dialog.later_button.click()
-    driver.qtbot.waitUntil(lambda: controller.session is None and not controller._looping,
+    driver.qtbot.waitUntil(lambda: controller.turn is None and not controller._looping,
                            timeout=10_000)
     driver.qtbot.waitUntil(lambda: len(controller.pane.parked_run_ids()) == 1, timeout=10_000)
     run_id = controller.pane.parked_run_ids()[0]

@@ -84,11 +84,30 @@ def test_an_invalid_local_url_is_refused_with_a_message_and_nothing_is_saved(
     dialog.base_url_edit.setText("ftp://user:pw@somewhere")
     dialog.save_button.click()
     driver.qtbot.waitUntil(dialog.error_label.isVisible, timeout=10_000)
-    assert "local_base_url" in dialog.error_label.text()
+    assert "endpoints.local" in dialog.error_label.text()
+    assert "https://" in dialog.error_label.text()
     assert dialog.isVisible()
     assert not settings_path().exists()
     dialog.reject()
     driver.qtbot.waitUntil(task.done, timeout=10_000)
+
+
+def test_a_gateway_endpoint_is_saved_and_plain_http_to_another_machine_is_refused(
+    driver: WindowDriver,
+) -> None:
+    dialog, task = _open(driver)
+    dialog.endpoint_edits["openai"].setText("http://gateway.corp.example/v1")
+    dialog.save_button.click()
+    driver.qtbot.waitUntil(dialog.error_label.isVisible, timeout=10_000)
+    assert "endpoints.openai" in dialog.error_label.text()
+    assert "unencrypted" in dialog.error_label.text()
+    assert not settings_path().exists()
+    dialog.endpoint_edits["openai"].setText("https://gateway.corp.example/v1/")
+    dialog.save_button.click()
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
+    saved = load_settings()
+    assert saved.endpoints.openai == "https://gateway.corp.example/v1"
+    assert saved.endpoints.anthropic is None
 
 
 def test_an_insecure_keyring_is_announced_in_the_chat_pane_and_the_dialog(

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,8 @@ class RecordedRequest:
     body: Any
     """The request body parsed as JSON (or the raw text when it is not JSON)."""
     raw_body: bytes
+    at: float = 0.0
+    """`time.monotonic()` when the request had arrived in full."""
 
 
 @dataclass
@@ -297,7 +300,8 @@ class FakeProviderServer:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        return RecordedRequest(method=method, path=path, headers=headers, body=body, raw_body=raw)
+        return RecordedRequest(method=method, path=path, headers=headers, body=body, raw_body=raw,
+                               at=time.monotonic())
 
     async def _write_reply(
         self,

@@ -149,11 +149,26 @@ class AssistantService:
 
     async def start_turn(self, config: TurnConfig, document_session: DocumentSession, *,
                          document_path: str, prompt: str, history: Sequence[Message] = (),
-                         on_state: StateObserver | None = None) -> Turn:
-        """Record and start a turn; returns it at its first rest point.
+                         on_state: StateObserver | None = None,
+                         write_back: bool = False) -> Turn:
+        """`prepare_turn`, then `Turn.start`: the turn at its first rest point."""
+        turn = await self.prepare_turn(config, document_session, document_path=document_path,
+                                       prompt=prompt, history=history, on_state=on_state,
+                                       write_back=write_back)
+        await turn.start()
+        return turn
+
+    async def prepare_turn(self, config: TurnConfig, document_session: DocumentSession, *,
+                           document_path: str, prompt: str, history: Sequence[Message] = (),
+                           on_state: StateObserver | None = None,
+                           write_back: bool = False) -> Turn:
+        """Record a new turn (`run.started`, the prompt's guard decision); `turn.start()` then
+        sends it. A front end holds the turn from here on, so Stop works from the first request.
 
         Raises `PriceBookError` (a model without a price is never sent to) or `StoreError`
         (the run could not be recorded, so nothing was sent and nothing spent).
+        `write_back` (headless `--write`): the caller writes the document back, then calls
+        `turn.finish()`.
         """
         registry = await self.tools()
         price = await self.worker.call(
@@ -173,7 +188,7 @@ class AssistantService:
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=document_path,
                     base_count=len(history), document_before_turn=document,
-                    base_digest=start_digest)
+                    base_digest=start_digest, write_back=write_back)
         sendable, report = guard.check_prompt(prompt)
         payload = {
             "provider": config.provider.value, "model": config.model,
@@ -182,18 +197,18 @@ class AssistantService:
             "credit_budget": config.budgets.per_turn, "base_messages": len(history),
         }
 
-        def start(gov: Governance) -> None:
+        def record(gov: Governance) -> None:
             gov.runs.start(run_id, document_path=document_path, document_digest=start_digest,
                            provider=config.provider.value, model=config.model, payload=payload)
             # The prompt's guard decision is on record even when clean.
             gov.trajectory.append(run_id, EventKind.GUARD_DECISION, report.to_payload())
 
         try:
-            await self.worker.call(start)
+            await self.worker.call(record)
         except TrajectoryError as exc:
             raise StoreError(f"the run could not be recorded, so it was not started ({exc})",
                              None) from None
-        await turn.rest(await runner.submit(sendable, history))
+        turn.stage_prompt(sendable, tuple(history))
         return turn
 
     # -- parking -------------------------------------------------------------------------------
@@ -323,7 +338,8 @@ class AssistantService:
     async def resume(self, run_id: str, *, settings: Settings,
                      document_session: DocumentSession | None = None,
                      base_url: str | None = None,
-                     on_state: StateObserver | None = None) -> Turn:
+                     on_state: StateObserver | None = None,
+                     write_back: bool | None = None) -> Turn:
         """Check, claim and continue a decided parked run; returns it at its next rest point.
 
         `document_session` is the open document to continue in (the app); without one the file
@@ -391,8 +407,8 @@ class AssistantService:
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=path, base_count=parked.base_count,
                     document_before_turn=parked.document_before_turn,
-                    base_digest=parked.base_digest)
-        turn.write_back = parked.write_back
+                    base_digest=parked.base_digest,
+                    write_back=parked.write_back if write_back is None else write_back)
         state = runner.state
         order = {c.id: i for i, c in enumerate(state.pending_calls())}
         for decision in sorted(ticket.decisions, key=lambda d: order.get(d.call_id, 0)):

@@ -36,6 +36,7 @@ from stockade.loop.history import DocumentSession
 from stockade.loop.runner import TurnRunner
 from stockade.loop.state import CallRecord, CallStatus, TurnOutcome, TurnPhase, TurnState
 from stockade.loop.transaction import UndoAvailability
+from stockade.protocol.messages import Message
 from stockade.store import StoreError
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest
@@ -51,7 +52,8 @@ class Turn:
     def __init__(self, *, run_id: str, config: TurnConfig, runner: TurnRunner,
                  hooks: GovernedHooks, guard: SecretGuard, worker: GovernanceWorker,
                  document_path: str, base_count: int,
-                 document_before_turn: ThreatModel | None, base_digest: str) -> None:
+                 document_before_turn: ThreatModel | None, base_digest: str,
+                 write_back: bool = False) -> None:
         self.run_id = run_id
         self.config = config
         self.runner = runner
@@ -66,10 +68,24 @@ class Turn:
         requires the file to still be that, and "changed" means different from it."""
         self.parked = False
         self.finished = False
-        self.write_back = False
-        """A headless run asked to write its document back to the file (`--write`)."""
+        self.write_back = write_back
+        """A headless run writes its document back to the file (`--write`): its run is closed
+        by `finish()` after the write, so `document.written` comes before `run.finished`."""
         self.audit_error: BaseException | None = None
         self._output_text: str | None = None
+        self._staged: tuple[str, tuple[Message, ...]] | None = None
+
+    def stage_prompt(self, prompt: str, history: tuple[Message, ...]) -> None:
+        """The guarded prompt and earlier conversation `start` sends (set by the service)."""
+        self._staged = (prompt, history)
+
+    async def start(self) -> TurnState:
+        """Send the staged prompt; returns at the first rest point (once per turn)."""
+        if self._staged is None:
+            return self.state
+        prompt, history = self._staged
+        self._staged = None
+        return await self.rest(await self.runner.submit(prompt, history))
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -87,8 +103,11 @@ class Turn:
 
     @property
     def live(self) -> bool:
-        """Started, not settled and not parked (a front end may still decide or stop it)."""
-        return not self.parked and self.phase not in (TurnPhase.IDLE, TurnPhase.SETTLED)
+        """Being started or running, not settled and not parked (a front end may still decide
+        or stop it)."""
+        if self.parked or self.phase is TurnPhase.SETTLED:
+            return False
+        return self.phase is not TurnPhase.IDLE or self._staged is not None
 
     @property
     def waiting(self) -> bool:
@@ -137,6 +156,7 @@ class Turn:
 
     def cancel(self) -> TurnState:
         """Stop now (synchronous, so a click handler can call it); see `wait_cancelled`."""
+        self._staged = None  # a turn stopped before its first request never sends it
         return self.runner.cancel()
 
     async def wait_cancelled(self) -> TurnState:
@@ -161,8 +181,8 @@ class Turn:
     async def rest(self, state: TurnState) -> TurnState:
         """Let the headless policy decide what it may, and close the run once it settled."""
         state = await self._apply_policy(state)
-        if state.phase is TurnPhase.SETTLED and not self.finished:
-            await self._finish(state)
+        if state.phase is TurnPhase.SETTLED and not self.write_back:
+            await self.finish()
         return state
 
     async def _apply_policy(self, state: TurnState) -> TurnState:
@@ -185,7 +205,11 @@ class Turn:
                 break
         return state
 
-    async def _finish(self, state: TurnState) -> None:
+    async def finish(self) -> None:
+        """Close a settled turn's run with its guarded final answer (once)."""
+        state = self.state
+        if self.finished or state.phase is not TurnPhase.SETTLED:
+            return
         self.finished = True
         text, report = self.guard.check_output(final_text(state, self.base_count))
         self._output_text = text

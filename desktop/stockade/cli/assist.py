@@ -83,7 +83,7 @@ def add_parser(subparsers: Any) -> None:
                         default=ApprovePolicy.READ.value,
                         help="what runs without asking: read (default), mutate (non-destructive) "
                              "or deny")
-    parser.add_argument("--budget", type=_non_negative, default=None, metavar="CREDITS",
+    parser.add_argument("--budget", type=_positive, default=None, metavar="CREDITS",
                         help="credit budget for this turn (1 credit = 1/10,000 USD)")
     parser.add_argument("--max-iterations", type=_positive, default=None, metavar="N",
                         help="most provider requests in this turn")
@@ -125,10 +125,9 @@ async def _assist(args: argparse.Namespace, config: TurnConfig, document: Any, p
         await service.recover_interrupted()
         try:
             turn = await service.start_turn(config, DocumentSession(document), document_path=path,
-                                            prompt=args.prompt)
+                                            prompt=args.prompt, write_back=args.write)
         except PriceBookError as exc:
             raise UsageError(str(exc)) from None
-        turn.write_back = args.write
         summary, code = await conclude(service, turn, display=shown)
         print_summary(summary, args.json)
         if turn.audit_error is not None or turn.runner.audit_error is not None:
@@ -170,6 +169,7 @@ async def conclude(service: AssistantService, turn: Turn, *,
                 ExitCode.FAILED
         return await turn.summary(document_written=written, display_path=display), \
             ExitCode.PARKED
+    await turn.finish()
     summary = await turn.summary(document_written=written, display_path=display)
     ok = summary.outcome.succeeded and not save_failed
     return summary, ExitCode.OK if ok else ExitCode.FAILED

@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
 async def _run(handler: Handler, args: argparse.Namespace) -> int:
     service = AssistantService()
     try:
-        if args.runs_command in ("approve", "deny", "resume"):
-            await service.recover_interrupted()
+        # Runs a crashed process left mid-step are marked interrupted before anyone looks.
+        await service.recover_interrupted()
         return await handler(service, args)
     except REFUSALS as exc:
         print_error(failure_text(exc))
@@ -172,9 +172,8 @@ async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
 
 async def _resume(service: AssistantService, args: argparse.Namespace) -> int:
     settings = load_settings_for_command()
-    turn = await service.resume(args.run, settings=settings, base_url=args.base_url)
-    if args.write:
-        turn.write_back = True
+    turn = await service.resume(args.run, settings=settings, base_url=args.base_url,
+                                write_back=True if args.write else None)
     summary, code = await conclude(service, turn)
     if turn.changed and not turn.write_back:
         print_error(f"the document {turn.document_path} was not written: run {args.run} was "

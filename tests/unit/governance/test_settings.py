@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from stockade.protocol.provider_ids import ProviderId
 from stockade.governance.guards import GuardPolicy
+from stockade.protocol.provider_ids import ProviderId
 from stockade.settings import (
     MAX_RECENT_FILES,
     Settings,

@@ -28,6 +28,7 @@ from stockade.protocol.events import (
 )
 from stockade.protocol.messages import ToolResultBlock
 from stockade.protocol.pairing import check_tool_pairing
+from stockade.protocol.retry import RetryPolicy
 from stockade.thf.model import ThreatModel
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolContext, ToolEffect, ToolOk, ToolOutcome
@@ -46,6 +47,10 @@ RATE = StreamError(ProtocolError(ErrorCode.RATE_LIMITED, "slow down"))
 
 def add(name: str) -> dict[str, Any]:
     return {"action": "add_element", "element": {"type": "process", "name": name}}
+
+
+FAST_RETRIES = RetryPolicy(base_delay_ms=1, max_delay_ms=5)
+"""Backoff for tests that retry without being about the wait (tests of the wait set their own)."""
 
 
 def make_runner(
@@ -71,6 +76,7 @@ def make_runner(
         system_prompt="You review threat models.",
         clock_ms=clock or (lambda: 0),
         request_check=None,
+        retry_policy=FAST_RETRIES,
     )
     return runner, provider, session, hooks
 

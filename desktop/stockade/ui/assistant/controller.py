@@ -333,7 +333,7 @@ class AssistantController(QObject):
         base_count = len(self._conversation)
         self._seen_document = history.document
         try:
-            turn = await self.service.start_turn(
+            turn = await self.service.prepare_turn(
                 config, history,
                 document_path=self._document_path()
                 or f"{UNSAVED_PREFIX}{history.document.metadata.title}",
@@ -345,6 +345,7 @@ class AssistantController(QObject):
         if self._closed:
             return
         self.turn = turn
+        await turn.start()
         await self._continue(turn)
 
     def _fail_outside_turn(self, message: str) -> None:
