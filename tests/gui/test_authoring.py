@@ -306,3 +306,43 @@ def test_internal_fields_are_hidden_until_asked_for(driver: WindowDriver) -> Non
     assert not any(n.startswith(("position", "fill_color", "font_size")) for n in names())
     detail.internal_check.setChecked(True)
     assert "position.x" in names() and "fill_color" in names()
+
+
+_NEW: dict[str, dict[str, Any]] = {
+    "elements": {"name": "Audit Log", "type": "data_store"},
+    "data_flows": {"from": "web-app", "to": "stripe-api", "name": "Refund"},
+    "trust_boundaries": {"name": "PCI zone", "contains": "payment-db"},
+    "threats": {"title": "Log tampering", "category": "Tampering", "severity": "low",
+                "description": "Logs can be edited."},
+    "layers": {"name": "Data"},
+    "groups": {"name": "Billing"},
+}
+
+
+def test_every_kind_is_added_undone_and_redone(driver: WindowDriver) -> None:
+    assert driver.open(FULL)
+    for section, values in _NEW.items():
+        before = driver.document
+        dialog = _open_dialog(driver, _action(driver, f"actionAdd_{section}").trigger)
+        _fill_and_ok(driver, dialog, values)
+        driver.qtbot.waitUntil(lambda: not dialog.isVisible())
+        after = driver.document
+        assert len(getattr(after, section)) == len(getattr(before, section)) + 1, section
+        driver.window.undo_action.trigger()
+        assert driver.document is before, section
+        driver.window.redo_action.trigger()
+        assert driver.document is after, section
+
+
+def test_the_delete_key_in_a_text_field_edits_text_not_the_model(driver: WindowDriver) -> None:
+    assert driver.open(FULL)
+    original = driver.document
+    _select(driver, "elements", "web-app")
+    name = cast(QLineEdit, driver.window.detail_pane.input("name"))
+    driver.window.activateWindow()
+    name.setFocus()
+    driver.qtbot.waitUntil(name.hasFocus)
+    name.setCursorPosition(0)
+    QTest.keyClick(name, Qt.Key.Key_Delete)
+    assert name.text() == "eb Application"
+    assert driver.document is original
