@@ -325,7 +325,7 @@ def test_every_kind_is_added_undone_and_redone(driver: WindowDriver) -> None:
         before = driver.document
         dialog = _open_dialog(driver, _action(driver, f"actionAdd_{section}").trigger)
         _fill_and_ok(driver, dialog, values)
-        driver.qtbot.waitUntil(lambda: not dialog.isVisible())
+        driver.qtbot.waitUntil(lambda d=dialog: not d.isVisible())  # type: ignore[misc]
         after = driver.document
         assert len(getattr(after, section)) == len(getattr(before, section)) + 1, section
         driver.window.undo_action.trigger()
