@@ -9,7 +9,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
-from stockade.ui.common.prompts import UnappliedChoice
+from stockade.ui.common.prompts import UnappliedChoice, UnsavedChoice
 from stockade.ui.document.new_entity_dialog import NewEntityDialog
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
@@ -346,3 +346,18 @@ def test_the_delete_key_in_a_text_field_edits_text_not_the_model(driver: WindowD
     QTest.keyClick(name, Qt.Key.Key_Delete)
     assert name.text() == "eb Application"
     assert driver.document is original
+
+
+def test_closing_with_unapplied_edits_asks_about_them_first(driver: WindowDriver) -> None:
+    assert driver.open(FULL)
+    _select(driver, "elements", "web-app")
+    _set(driver.window.detail_pane.input("name"), "Storefront")
+    driver.prompts.unapplied_answers = [UnappliedChoice.CANCEL]
+    assert not driver.run(driver.window.commands.settle_unsaved_changes())
+    assert driver.prompts.unapplied_questions == ["“web-app”"]
+    assert driver.prompts.unsaved_questions == []  # Cancel stops before the save question
+    driver.prompts.unapplied_answers = [UnappliedChoice.APPLY]
+    driver.prompts.unsaved_answers = [UnsavedChoice.DISCARD]
+    assert driver.run(driver.window.commands.settle_unsaved_changes())
+    assert next(e for e in driver.document.elements if e.id == "web-app").name == "Storefront"
+    assert driver.prompts.unsaved_questions == ["v1.0-canonical-full.thf"]

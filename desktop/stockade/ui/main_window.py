@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
 from stockade.paths import data_dir
 from stockade.thf.errors import ThfError
 from stockade.thf.model import Severity, ThreatModel
-from stockade.tools import actions
 from stockade.ui.common import crash_handler
 from stockade.ui.common.colors import text_style
 from stockade.ui.common.prompts import Prompts
@@ -35,12 +34,9 @@ from stockade.ui.document.detail_pane import DetailPane
 from stockade.ui.document.diagram_view import DiagramView
 from stockade.ui.document.document_commands import REPORT_FORMATS, DocumentCommands
 from stockade.ui.document.document_tree import DocumentTreePane
-from stockade.ui.document.entity_kinds import update_entity
 from stockade.ui.document.find_bar import FindBar
 from stockade.ui.document.open_document import HistoryFactory, OpenDocument
 from stockade.ui.document.summary_view import SummaryView
-
-ActionOutcomeOrText = actions.ActionResult | str
 
 
 class AppTab(StrEnum):
@@ -472,14 +468,8 @@ class MainWindow(QMainWindow):
         self.select_entity(section, entity_id, "diagram")
 
     def _on_diagram_entityMoved(self, section: str, entity_id: str, changes: object) -> None:
-        outcome = update_entity_for_move(self.open_document.document, section, entity_id, changes)
-        if outcome is None:
-            return
-        if isinstance(outcome, str):
-            self.statusBar().showMessage(outcome, 8000)
-            self.diagram_view.set_document(self.open_document.document, keep_view=True)
-            return
-        self.open_document.apply_edit(outcome.document, outcome.result)
+        if isinstance(changes, dict):
+            self.authoring.move(section, entity_id, changes)
 
     def _on_summary_entitySelected(self, section: str, entity_id: str) -> None:
         self.select_entity(section, entity_id)
@@ -616,17 +606,6 @@ class MainWindow(QMainWindow):
         splitter = settings.value("splitter")
         if isinstance(splitter, QByteArray | bytes):
             self.splitter.restoreState(splitter)
-
-
-def update_entity_for_move(document: ThreatModel | None, section: str, entity_id: str,
-                           changes: object) -> ActionOutcomeOrText | None:
-    """A drag on the diagram as the update action's input; a refusal comes back as text."""
-    if document is None or not isinstance(changes, dict):
-        return None
-    outcome = update_entity(document, section, entity_id, changes)
-    if isinstance(outcome, actions.ActionError):
-        return outcome.message
-    return outcome
 
 
 def _validation_problem(document: ThreatModel) -> str | None:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMenu, QToolBar
 
 from stockade.tools import actions
 from stockade.ui.common.prompts import await_dialog
-from stockade.ui.document.entity_kinds import KINDS, add_entity, delete_entity
+from stockade.ui.document.entity_kinds import KINDS, add_entity, delete_entity, update_entity
 from stockade.ui.document.new_entity_dialog import NewEntityDialog
 
 if TYPE_CHECKING:
@@ -119,6 +119,20 @@ class Authoring(QObject):
             return False
         self._window.open_document.apply_edit(outcome.document, outcome.result)
         self.entityDeleted.emit(section, entity_id)
+        return True
+
+    def move(self, section: str, entity_id: str, changes: dict[str, Any]) -> bool:
+        """Commit a drag on the diagram (a new position, and size for a boundary) as one step."""
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        outcome = update_entity(document, section, entity_id, changes)
+        if isinstance(outcome, actions.ActionError):
+            self._window.statusBar().showMessage(outcome.message, 8000)
+            # The diagram shows the dragged box where it was dropped: put it back.
+            self._window.diagram_view.set_document(document, keep_view=True)
+            return False
+        self._window.open_document.apply_edit(outcome.document, outcome.result)
         return True
 
     def _on_delete_action_triggered(self) -> None:

@@ -216,7 +216,12 @@ class DocumentCommands(QObject):
         return Path.home() / f"{stem}{suffix}"
 
     async def settle_unsaved_changes(self) -> bool:
-        """True when it is fine to drop the live document (saved, discarded or never dirty)."""
+        """True when it is fine to drop the live document (saved, discarded or never dirty).
+
+        Edits typed into the detail pane but not applied are settled first, so Apply there
+        still reaches the file (and Cancel keeps everything open)."""
+        if not await self._window.detail_pane.settle_unapplied(self._window.prompts):
+            return False
         if not self._window.open_document.is_dirty:
             return True
         choice = await self._window.prompts.ask_unsaved_changes(self._window.open_document.display_name)
