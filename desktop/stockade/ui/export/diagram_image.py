@@ -8,6 +8,7 @@ import sys
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtWidgets import QApplication
 
 MAX_SIDE_PIXELS = 8192
 """Longest side of an exported PNG: a 10k-element diagram stays a file a viewer can open."""
@@ -20,15 +21,19 @@ class DiagramImageError(ValueError):
 
 
 def ensure_gui_application() -> None:
-    """Text rendering needs a QGuiApplication; a command-line run gets an offscreen one."""
+    """Text rendering needs a Qt application; a command-line run gets an offscreen one.
+
+    A widgets QApplication, not a bare QGuiApplication: the process may open windows later
+    (`main(argv)` called twice in one process), and Qt allows one application per process.
+    """
     if QGuiApplication.instance() is None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         # Kept on the module so it lives as long as the process.
         global _APP
-        _APP = QGuiApplication(sys.argv[:1])
+        _APP = QApplication(sys.argv[:1])
 
 
-_APP: QGuiApplication | None = None
+_APP: QApplication | None = None
 
 
 def svg_to_png(svg: str) -> bytes:
