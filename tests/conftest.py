@@ -1,16 +1,33 @@
-"""Test-wide fixtures: an in-memory keyring, an isolated data folder, and a log guard."""
+"""Test-wide fixtures: an in-memory keyring, an isolated data folder, a log guard, and the
+hypothesis profiles (`HYPOTHESIS_PROFILE=ci`, the default and what CI runs, or `dev`: a tenth
+of the examples, for a quick local loop)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import keyring
 import pytest
+from hypothesis import settings
 
 from tests.helpers.memory_keyring import MemoryKeyring
+
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+# No deadlines: a loaded machine must not turn slowness into failure. `ci` prints the blob
+# that reproduces a failure, so a red CI run can be replayed locally.
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None, max_examples=10)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(count: int) -> int:
+    """The examples a property test that runs `count` under CI runs in this profile."""
+    return count if HYPOTHESIS_PROFILE == "ci" else max(5, count // 10)
+
 
 FIXTURES = Path(__file__).parent / "fixtures"
 THF_FIXTURES = FIXTURES / "thf"

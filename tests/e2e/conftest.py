@@ -4,12 +4,17 @@ as a real child process (`run_cli_process`, where the process boundary is what i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import THF_FIXTURES
 from tests.helpers.cli import CliResult, invoke
+from tests.helpers.fake_provider import FakeProviderServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_SECONDS = 120
@@ -70,3 +75,18 @@ def run_cli_process(
         timeout=CLI_TIMEOUT_SECONDS,
         check=False,
     )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    """A fake provider server on 127.0.0.1 for one test."""
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    """A copy of the full canonical fixture the test may change."""
+    target = tmp_path / "model.thf"
+    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", target)
+    return target

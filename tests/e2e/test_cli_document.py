@@ -117,7 +117,7 @@ INVALID_FIXTURES: dict[str, dict[str, Any]] = {
     },
 }
 
-ERROR_KEYS = {"code", "message", "section", "id", "field", "reference"}
+ERROR_KEYS = {"code", "message", "section", "id", "field", "reference", "suggestion"}
 
 
 @pytest.fixture
@@ -154,9 +154,9 @@ def test_validate_json_gives_the_manifest_outcome_for_every_fixture() -> None:
     entries = json.loads(result.stdout)
     assert [e["path"] for e in entries] == [str(Path(n)) for n in names]
     for entry, name in zip(entries, names, strict=True):
-        assert set(entry) == {"path", "ok", "error"}
+        assert set(entry) == {"path", "ok", "error", "warnings"}
         if name in VALID_FIXTURES:
-            assert entry == {"path": str(Path(name)), "ok": True, "error": None}, name
+            assert entry == {"path": str(Path(name)), "ok": True, "error": None, "warnings": []}, name
             continue
         expected = INVALID_FIXTURES[name]
         assert entry["ok"] is False, name
@@ -334,11 +334,11 @@ def test_report_json_flag_prints_a_summary_document(work: Path) -> None:
 
 
 def test_report_with_an_unknown_suffix_is_a_usage_error_and_writes_nothing(work: Path) -> None:
-    out = work / "report.pdf"
+    out = work / "report.docx"
     result = run_cli("report", str(THF_FIXTURES / "v1.0-minimal.thf"), "-o", str(out))
     assert result.returncode == 2
     _assert_one_plain_line(result.stderr)
-    assert ".pdf" in result.stderr
+    assert ".docx" in result.stderr
     assert not out.exists()
 
 

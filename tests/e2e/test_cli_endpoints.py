@@ -4,7 +4,6 @@ provider, unsafe URLs refused, no environment switch, and write-backs in the aud
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest
 from stockade.thf.reader import read_file
-from tests.conftest import THF_FIXTURES
 from tests.e2e.conftest import run_cli
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse, openai_sse
 
@@ -28,22 +26,9 @@ ADD_THREAT = {"action": "add_threat", "threat": {
 
 
 @pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
 def second() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as fake:
         yield fake
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    target = tmp_path / "model.thf"
-    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", target)
-    return target
 
 
 def env() -> dict[str, str | None]:

@@ -10,19 +10,16 @@ the point: two concurrent resumes, and kill -9 in the middle of a turn.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sqlite3
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stockade.assistant.service import AssistantService
-from tests.conftest import THF_FIXTURES
 from tests.e2e.conftest import cli_env, run_cli, stockade_command
 from tests.helpers.cli import CliResult
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
@@ -30,19 +27,6 @@ from tests.helpers.file_keyring import read_keyring_file
 
 MODEL = "claude-sonnet-5"
 API_KEY = "sk-ant-api03-E2eGovernanceKey0123456789"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    target = tmp_path / "model.thf"
-    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", target)
-    return target
 
 
 @pytest.fixture

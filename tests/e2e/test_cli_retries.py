@@ -8,34 +8,18 @@ audited like the first.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import THF_FIXTURES
 from tests.e2e.conftest import run_cli
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse, openai_sse
 
 MODEL = "claude-sonnet-5"
 API_KEY = "sk-ant-api03-E2eRetriesKey0123456789abcdef"
 OPENAI_KEY = "sk-proj-E2eRetriesKey0123456789abcdef"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    target = tmp_path / "model.thf"
-    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", target)
-    return target
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ from stockade.providers.factory import create_provider
 from stockade.providers.local import LocalProvider
 from stockade.providers.openai import OpenAIProvider
 from stockade.tools.registry import default_registry
+from tests.conftest import examples
 from tests.helpers.fake_provider import (
     FakeProviderServer,
     Reply,
@@ -379,7 +380,7 @@ def test_frames_split_mid_line_and_mid_character_decode_identically(
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -44,6 +44,7 @@ class ScriptedPrompts(Prompts):
         self.errors: list[tuple[str, str]] = []
         self.infos: list[tuple[str, str]] = []
         self.open_paths: list[str | None] = []
+        self.import_paths: list[str | None] = []
         self.save_paths: list[str | None] = []
         self.unsaved_answers: list[UnsavedChoice] = []
         self.unsaved_questions: list[str] = []
@@ -54,6 +55,9 @@ class ScriptedPrompts(Prompts):
 
     async def choose_open_path(self, directory: str = "") -> str | None:
         return self.open_paths.pop(0) if self.open_paths else None
+
+    async def choose_import_path(self, directory: str = "") -> str | None:
+        return self.import_paths.pop(0) if self.import_paths else None
 
     async def choose_save_path(self, suggested: str, name_filter: str = "", title: str = "") -> str | None:
         return self.save_paths.pop(0) if self.save_paths else None

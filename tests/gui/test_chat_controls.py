@@ -166,3 +166,18 @@ def test_a_damaged_database_error_wraps_so_its_advice_is_readable_in_a_narrow_pa
     # Unwrapped, the label would ask for the whole sentence's width and be cut at the edge.
     assert label.minimumSizeHint().width() < controller.pane.minimumWidth()
     assert label.heightForWidth(controller.pane.minimumWidth()) > label.fontMetrics().height()
+
+
+def test_choosing_a_provider_selects_its_model_from_settings_not_the_first_listed(
+        driver: WindowDriver) -> None:
+    controller = assistant(driver)
+    pane = controller.pane
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("anthropic"))
+    # The model list names Opus first; the default (and the user's choice) is Sonnet.
+    assert pane.selection() == ("anthropic", "claude-sonnet-5")
+    pane.model_combo.setCurrentIndex(pane.model_combo.findData("claude-haiku-4-5-20251001"))
+    pane.model_combo.activated.emit(pane.model_combo.currentIndex())
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("openai"))
+    assert pane.selection() == ("openai", "gpt-5.6-sol")
+    pane.provider_combo.setCurrentIndex(pane.provider_combo.findData("anthropic"))
+    assert pane.selection() == ("anthropic", "claude-haiku-4-5-20251001")  # remembered

@@ -276,6 +276,10 @@ class FakeProviderServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            # Shutting down with a reply still being written (a client killed mid-stream). A
+            # handler task that ends cancelled makes asyncio's stream callback log an error.
+            return
         finally:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):

@@ -255,7 +255,12 @@ class AssistantService:
         Raises `ParkUnavailable`, `SealError` (no usable keyring) or `StoreError`; the turn is
         then still waiting, untouched, in memory.
         """
-        await self.worker.call(self._park_on_worker(turn))
+        work = self._park_on_worker(turn)
+        turn.parking = True
+        try:
+            await self.worker.call(work)
+        finally:
+            turn.parking = False
         turn.parked = True
 
     def park_blocking(self, turn: Turn) -> None:

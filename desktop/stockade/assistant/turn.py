@@ -67,6 +67,8 @@ class Turn:
         """The digest of the document the turn was started (or resumed) on: a write-back
         requires the file to still be that, and "changed" means different from it."""
         self.parked = False
+        self.parking = False
+        """A park is on its way to the worker (Decide later was chosen a moment ago)."""
         self.finished = False
         self.write_back = write_back
         """A headless run writes its document back to the file (`--write`): its run is closed
@@ -111,7 +113,9 @@ class Turn:
 
     @property
     def waiting(self) -> bool:
-        return not self.parked and self.phase is TurnPhase.AWAITING_APPROVAL
+        """Waiting for decisions in memory (not parked, and no park on its way)."""
+        return not self.parked and not self.parking and \
+            self.phase is TurnPhase.AWAITING_APPROVAL
 
     def pending(self) -> tuple[CallRecord, ...]:
         return self.state.pending_calls()

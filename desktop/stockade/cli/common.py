@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 if TYPE_CHECKING:
+    from stockade.thf.errors import CompatibilityWarning
     from stockade.thf.model import ThreatModel
 
 
@@ -84,6 +85,7 @@ class LoadFailure:
     id: str | None = None
     field: str | None = None
     reference: str | None = None
+    suggestion: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,11 +95,20 @@ class LoadFailure:
             "id": self.id,
             "field": self.field,
             "reference": self.reference,
+            "suggestion": self.suggestion,
         }
+
+    @property
+    def hint(self) -> str | None:
+        """The extra sentence people get after the message (a broken reference's likely id)."""
+        return f"Did you mean '{self.suggestion}'?" if self.suggestion else None
 
 
 READ_ERROR_CODE = "file_read"
 """Code reported when a file exists but cannot be read (permissions, I/O); not a ThfErrorCode."""
+
+FOREIGN_FORMAT_CODE = "foreign_format"
+"""Code reported when the file is another tool's model (it can be imported, not opened)."""
 
 
 def load_document(path: Path) -> ThreatModel | LoadFailure:
@@ -105,10 +116,40 @@ def load_document(path: Path) -> ThreatModel | LoadFailure:
 
     The reader turns every read failure (permissions, I/O) into a `ThfError` already.
     """
+    outcome = load_document_with_warnings(path)
+    return outcome if isinstance(outcome, LoadFailure) else outcome[0]
+
+
+def load_document_with_warnings(
+    path: Path,
+) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]] | LoadFailure:
+    """`load_document`, plus what ThreatForge's desktop reader would refuse in the file.
+
+    A file that is another tool's model (Threat Dragon, OTM, TM7, pytm) fails with
+    `FOREIGN_FORMAT_CODE` and a message saying how to import it.
+    """
     from stockade.thf.errors import ThfError
-    from stockade.thf.reader import read_file
+    from stockade.thf.reader import read_file_with_warnings
 
     try:
-        return read_file(path)
+        return read_file_with_warnings(path)
     except ThfError as err:
+        foreign = _foreign_hint(path)
+        if foreign is not None:
+            return LoadFailure(code=FOREIGN_FORMAT_CODE, message=foreign)
         return LoadFailure(**err.to_json())
+
+
+def _foreign_hint(path: Path) -> str | None:
+    from stockade.importers.detect import foreign_file_hint
+    from stockade.importers.source import MAX_SOURCE_BYTES
+
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_SOURCE_BYTES:
+        return None
+    found = foreign_file_hint(raw, path.name)
+    return found[1] if found is not None else None

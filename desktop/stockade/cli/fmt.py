@@ -1,4 +1,8 @@
-"""`stockade fmt FILE... [--check] [--json]`: rewrite `.thf` files in canonical form."""
+"""`stockade fmt FILE... [--check] [--json]`: rewrite `.thf` files in canonical form.
+
+Canonical means the body Stockade's writer produces under either known header: Stockade's own,
+or the two lines ThreatForge's desktop app writes (kept as they are).
+"""
 
 from __future__ import annotations
 
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 def _format_one(path: Path, *, check: bool) -> tuple[FmtStatus, dict[str, Any] | None, str]:
     """Bring one file to canonical form; returns (status, JSON error or None, human detail)."""
     from stockade.thf.errors import SaveError
-    from stockade.thf.writer import save, to_yaml
+    from stockade.thf.writer import HEADER, known_header, save, to_yaml
 
     outcome = load_document(path)
     if isinstance(outcome, LoadFailure):
@@ -84,12 +88,15 @@ def _format_one(path: Path, *, check: bool) -> tuple[FmtStatus, dict[str, Any] |
             outcome.to_json(),
             f"{outcome.code}: {outcome.message} (left untouched)",
         )
-    canonical = to_yaml(outcome).encode("utf-8")
     try:
         current = path.read_bytes()
     except OSError as err:
         message = f"The file could not be read: {err.strerror or type(err).__name__}."
         return FmtStatus.INVALID, {"code": READ_ERROR_CODE, "message": message}, message
+    # Either known header is canonical (ThreatForge's desktop writes its own), so a file either
+    # tool saved passes --check; `save` keeps the header the file has.
+    header = known_header(current.decode("utf-8", errors="replace")) or HEADER
+    canonical = to_yaml(outcome, header=header).encode("utf-8")
     if current == canonical:
         return FmtStatus.UNCHANGED, None, _HUMAN[FmtStatus.UNCHANGED]
     if check:

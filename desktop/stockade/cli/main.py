@@ -16,9 +16,21 @@ from types import ModuleType
 from stockade.cli.common import CliArgumentParser, ExitCode, UsageError, print_error
 
 COMMANDS: tuple[str, ...] = (
-    "validate", "fmt", "report", "diagram", "keys", "assist", "runs", "audit",
+    "validate",
+    "fmt",
+    "report",
+    "diagram",
+    "import",
+    "export",
+    "keys",
+    "assist",
+    "runs",
+    "audit",
 )
-"""Subcommand modules, each `stockade.cli.<name>` with `add_parser(subparsers)`."""
+"""Subcommands, each a module `stockade.cli.<module>` with `add_parser(subparsers)`."""
+
+COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
+"""Commands whose module name differs from the command (`import` is a Python keyword)."""
 
 APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "authoring")
 
@@ -32,7 +44,7 @@ def _import_command(name: str) -> ModuleType | None:
     A module that exists but fails to import (a missing dependency of its own) is a real
     error and propagates.
     """
-    qualified = f"stockade.cli.{name}"
+    qualified = f"stockade.cli.{COMMAND_MODULES.get(name, name)}"
     try:
         return importlib.import_module(qualified)
     except ModuleNotFoundError as err:

@@ -1,8 +1,9 @@
-"""`stockade report FILE -o OUT [--json]`: write an HTML report, or a CSV or JSON export."""
+"""`stockade report FILE -o OUT [--json]`: an HTML, PDF or Markdown report, or a CSV/JSON export."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,20 @@ def add_parser(subparsers: Any) -> None:
     """Register the `report` subcommand."""
     parser = subparsers.add_parser(
         "report",
-        help="write an HTML report or a CSV/JSON export of a .thf file",
+        help="write an HTML, PDF or Markdown report or a CSV/JSON export of a .thf file",
         description=(
             "Write a report of FILE to OUT. The format follows the suffix of OUT: "
-            ".html (standalone report), .csv (one row per threat) or .json."
+            ".html (standalone report), .pdf (printable report), .md (Markdown for pull "
+            "requests and wikis), .csv (one row per threat) or .json."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a .thf file")
     parser.add_argument(
-        "-o", "--output", required=True, metavar="OUT", help="OUT.html, OUT.csv or OUT.json"
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="OUT.html, OUT.pdf, OUT.md, OUT.csv or OUT.json",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
@@ -38,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Render the report the output suffix names and write it atomically."""
-    from stockade.report.files import format_for_path, write_report
+    from stockade.report.files import ReportFormat, format_for_path, write_report
     from stockade.report.summary import summarize
 
     output = Path(args.output)
@@ -46,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         shown_suffix = output.suffix or "(none)"
         raise UsageError(
-            f"report: unsupported output format {shown_suffix}: name the output .html, .csv "
-            "or .json"
+            f"report: unsupported output format {shown_suffix}: name the output .html, .pdf, "
+            ".md, .csv or .json"
         )
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
@@ -68,7 +74,14 @@ def run(args: argparse.Namespace) -> int:
         _finish(args, result, f"{display_path(path)}: {outcome.code}: {outcome.message}")
         return ExitCode.FAILED
     try:
-        write_report(outcome, output)
+        if fmt is ReportFormat.PDF:
+            _write_pdf(outcome, output)
+        else:
+            write_report(outcome, output)
+    except _PdfUnavailable as err:
+        result["error"] = {"code": "pdf_unavailable", "message": str(err)}
+        _finish(args, result, f"{display_path(output)}: not written: {err}")
+        return ExitCode.FAILED
     except OSError as err:
         reason = err.strerror or type(err).__name__
         result["error"] = {
@@ -93,6 +106,23 @@ def run(args: argparse.Namespace) -> int:
         f"{plural(summary.data_flows, 'flow')}, {plural(summary.threats, 'threat')})",
     )
     return ExitCode.OK
+
+
+class _PdfUnavailable(Exception):
+    """This build has no Qt, which draws PDF reports."""
+
+
+def _write_pdf(model: Any, output: Path) -> None:
+    # Imported only for PDF, the way the app is: every other report works without Qt.
+    try:
+        pdf_report = importlib.import_module("stockade.ui.export.pdf_report")
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith(("PySide6", "stockade.ui")):
+            raise
+        raise _PdfUnavailable(
+            f"PDF reports need Qt, which this build lacks (missing module {err.name})"
+        ) from None
+    pdf_report.write_pdf(model, output)
 
 
 def _finish(args: argparse.Namespace, result: dict[str, Any], line: str) -> None:

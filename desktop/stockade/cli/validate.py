@@ -1,4 +1,9 @@
-"""`stockade validate FILE... [--json]`: check that `.thf` files open, one verdict per file."""
+"""`stockade validate FILE... [--strict] [--json]`: check that `.thf` files open, one verdict each.
+
+Besides errors it reports compatibility warnings: what the file holds that ThreatForge's desktop
+app would refuse although Stockade reads it (docs/formats.md lists them). Warnings leave the exit
+code 0 unless `--strict` is given.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from stockade.cli.common import (
     LoadFailure,
     display_path,
     existing_files,
-    load_document,
+    load_document_with_warnings,
     plural,
     print_json,
 )
@@ -22,10 +27,16 @@ def add_parser(subparsers: Any) -> None:
         "validate",
         help="check that .thf files are valid threat models",
         description=(
-            "Read and validate each FILE. Exit 0 when all are valid, 1 when any is invalid."
+            "Read and validate each FILE. Exit 0 when all are valid, 1 when any is invalid "
+            "(or, with --strict, has a compatibility warning)."
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="a .thf file")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail on compatibility warnings too (what ThreatForge's desktop app would refuse)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
 
@@ -37,24 +48,41 @@ def run(args: argparse.Namespace) -> int:
     all_ok = True
     for path in paths:
         shown = display_path(path)
-        outcome = load_document(path)
+        outcome = load_document_with_warnings(path)
+        lines: list[str] = []
         if isinstance(outcome, LoadFailure):
             all_ok = False
-            results.append({"path": shown, "ok": False, "error": outcome.to_json()})
-            line = f"{shown}: {outcome.code}: {outcome.message}"
+            results.append({"path": shown, "ok": False, "error": outcome.to_json(), "warnings": []})
+            lines.append(f"{shown}: {outcome.code}: {outcome.message}")
+            if outcome.hint:
+                lines.append(f"{shown}: hint: {outcome.hint}")
         else:
-            results.append({"path": shown, "ok": True, "error": None})
+            model, warnings = outcome
+            failed = args.strict and bool(warnings)
+            all_ok = all_ok and not failed
+            results.append(
+                {
+                    "path": shown,
+                    "ok": not failed,
+                    "error": None,
+                    "warnings": [w.to_json() for w in warnings],
+                }
+            )
             counts = ", ".join(
                 plural(len(items), noun)
                 for items, noun in (
-                    (outcome.elements, "element"),
-                    (outcome.data_flows, "flow"),
-                    (outcome.threats, "threat"),
+                    (model.elements, "element"),
+                    (model.data_flows, "flow"),
+                    (model.threats, "threat"),
                 )
             )
-            line = f"{shown}: ok ({counts})"
+            verdict = "fails --strict" if failed else "ok"
+            extra = f"; {plural(len(warnings), 'compatibility warning')}" if warnings else ""
+            lines.append(f"{shown}: {verdict} ({counts}{extra})")
+            lines.extend(f"{shown}: warning: {w.code.value}: {w.message}" for w in warnings)
         if not args.json:
-            print(line, flush=True)
+            for line in lines:
+                print(line, flush=True)
     if args.json:
         print_json(results)
     return ExitCode.OK if all_ok else ExitCode.FAILED

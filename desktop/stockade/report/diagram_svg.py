@@ -1,7 +1,8 @@
 """The data-flow diagram as standalone SVG (HTML report, `stockade diagram`, File → Export diagram).
 
-Elements without a stored position are placed by `place_unpositioned` (the app's diagram uses
-the same placement), so every element and flow is drawn. A legend explains the shapes and the
+Elements and boundaries without a stored position are placed by the layered layout in
+`thf.layout` (through `place_unpositioned`, which the app's diagram uses too), so every element
+and flow is drawn. A legend explains the shapes and the
 threat-badge colours; badges sit on elements and on flows.
 """
 
@@ -15,11 +16,11 @@ import re
 from dataclasses import dataclass
 
 from stockade.paths import resources_dir
+from stockade.thf.layout import layout_missing_positions
 from stockade.thf.model import (
     DataFlow,
     Element,
     MitigationStatus,
-    Position,
     Severity,
     Threat,
     ThreatModel,
@@ -32,8 +33,6 @@ DEFAULT_BOUNDARY_SIZE = (400.0, 300.0)
 """Boundaries saved without a size (and with no members) are drawn at this size."""
 BOUNDARY_PADDING = 30.0
 DIAGRAM_PADDING = 40.0
-GRID_STEP_X = 220.0
-GRID_STEP_Y = 130.0
 LEGEND_HEIGHT = 64.0
 
 BADGE_COLORS: dict[Severity | None, str] = {
@@ -87,25 +86,13 @@ def _badges_of(groups: dict[str, list[Threat]]) -> dict[str, ThreatBadge]:
 
 
 def place_unpositioned(model: ThreatModel) -> ThreatModel:
-    """The model with a position for every element: the one call site of the automatic layout.
+    """The model with a position for every element and trust boundary: the one call site of
+    the automatic layered layout (`thf.layout`) for the SVG, the PNG and the app's diagram.
 
-    Elements that have a position keep it. Until the layered layout (`thf.layout`) is
-    available, unpositioned elements get slots on a grid below the positioned ones.
+    Positioned items keep their place; hand-added and imported ones without a position are
+    laid out in layers along the data flows, below everything else.
     """
-    missing = [i for i, e in enumerate(model.elements) if e.position is None]
-    if not missing:
-        return model
-    placed = [e.position for e in model.elements if e.position is not None]
-    bottom = max((p.y + NODE_HEIGHT for p in placed), default=-GRID_STEP_Y + NODE_HEIGHT)
-    left = min((p.x for p in placed), default=0.0)
-    columns = max(1, math.ceil(math.sqrt(len(missing))))
-    top = bottom + GRID_STEP_Y - NODE_HEIGHT
-    elements = list(model.elements)
-    for slot, index in enumerate(missing):
-        row, col = divmod(slot, columns)
-        position = Position(x=left + col * GRID_STEP_X, y=top + row * GRID_STEP_Y)
-        elements[index] = elements[index].model_copy(update={"position": position})
-    return model.model_copy(update={"elements": elements})
+    return layout_missing_positions(model)
 
 
 def boundary_box(model: ThreatModel, boundary_index: int) -> tuple[float, float, float, float]:

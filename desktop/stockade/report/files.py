@@ -1,4 +1,4 @@
-"""Writing a report: the format chosen by the output suffix, written atomically."""
+"""Writing a report: the format chosen by the output suffix, written atomically (PDF aside)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ class ReportFormat(StrEnum):
     HTML = "html"
     CSV = "csv"
     JSON = "json"
+    MARKDOWN = "md"
+    PDF = "pdf"
+    """Rendered by Qt's PDF writer (`stockade.ui.export.pdf_report`), not by this module."""
 
 
 def format_for_path(path: Path) -> ReportFormat | None:
@@ -42,6 +45,12 @@ def render_report(
         from stockade.report.csv_export import render_csv
 
         return render_csv(model)
+    if fmt is ReportFormat.MARKDOWN:
+        from stockade.report.markdown import render_markdown
+
+        return render_markdown(model, generated=generated)
+    if fmt is ReportFormat.PDF:
+        raise ValueError("a PDF report is drawn by stockade.ui.export.pdf_report, not as text")
     from stockade.report.json_export import render_json
 
     return render_json(model)
@@ -75,11 +84,12 @@ def write_report(
 ) -> ReportFormat:
     """Render the report the suffix of `path` names and write it atomically.
 
-    Raises ValueError for an unknown suffix and OSError when the file cannot be written.
+    Raises ValueError for an unknown suffix (or .pdf, which needs the Qt renderer) and
+    OSError when the file cannot be written.
     """
     fmt = format_for_path(path)
-    if fmt is None:
-        raise ValueError(f"unknown report format {path.suffix!r}; use .html, .csv or .json")
+    if fmt is None or fmt is ReportFormat.PDF:
+        raise ValueError(f"unknown report format {path.suffix!r}; use .html, .csv, .json or .md")
     atomic_write_text(path, render_report(model, fmt, generated=generated))
     return fmt
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -69,6 +70,7 @@ class ThfError(Exception):
         field: str | None = None,
         reference: str | None = None,
         valid_ids: Iterable[str] = (),
+        suggestion: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = ThfErrorCode(code)
@@ -78,6 +80,7 @@ class ThfError(Exception):
         self.field = field
         self.reference = reference
         self.valid_ids: tuple[str, ...] = tuple(valid_ids)
+        self.suggestion = suggestion
 
     def __str__(self) -> str:
         return self.message
@@ -97,8 +100,19 @@ class ThfError(Exception):
                 self.field,
                 self.reference,
                 self.valid_ids,
+                self.suggestion,
             ),
         )
+
+    @property
+    def hint(self) -> str | None:
+        """One extra sentence for people: the likely intended id of a broken reference.
+
+        Kept out of `message`, whose text the fixtures pin byte-for-byte.
+        """
+        if self.suggestion is None:
+            return None
+        return f"Did you mean '{self.suggestion}'?"
 
     def to_json(self) -> dict[str, Any]:
         """The error as a JSON-ready dict (CLI `--json`, tool results)."""
@@ -109,6 +123,7 @@ class ThfError(Exception):
             "id": self.id,
             "field": self.field,
             "reference": self.reference,
+            "suggestion": self.suggestion,
         }
 
     # The four content-determined messages below are pinned byte-for-byte by the fixtures.
@@ -151,6 +166,7 @@ class ThfError(Exception):
             field=field,
             reference=reference,
             valid_ids=valid,
+            suggestion=closest_id(reference, valid),
         )
 
     @classmethod
@@ -171,6 +187,7 @@ def _rebuild_thf_error(
     field: str | None,
     reference: str | None,
     valid_ids: tuple[str, ...],
+    suggestion: str | None = None,
 ) -> ThfError:
     return ThfError(
         ThfErrorCode(code),
@@ -180,7 +197,78 @@ def _rebuild_thf_error(
         field=field,
         reference=reference,
         valid_ids=valid_ids,
+        suggestion=suggestion,
     )
+
+
+def closest_id(reference: str, valid_ids: Sequence[str]) -> str | None:
+    """The valid id nearest to `reference` by edit distance, if it is near enough to be a typo.
+
+    Near enough: at most a third of the reference's length (at least one, at most three edits)
+    and fewer edits than it has characters. Ties go to the earlier id in document order.
+    Candidates whose length alone rules them out are skipped, so a 50k-id list stays cheap.
+    """
+    limit = min(3, max(1, len(reference) // 3))
+    if len(reference) <= limit:
+        limit = len(reference) - 1
+    if limit < 1:
+        return None
+    best: str | None = None
+    best_distance = limit + 1
+    folded = reference.casefold()
+    for candidate in valid_ids:
+        if abs(len(candidate) - len(reference)) >= best_distance:
+            continue
+        if candidate.casefold() == folded:
+            # Only letter case differs: the most likely intent of all.
+            return candidate
+        distance = _bounded_distance(reference, candidate, best_distance - 1)
+        if distance < best_distance:
+            best, best_distance = candidate, distance
+    return best
+
+
+def _bounded_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of a and b, or `limit + 1` as soon as it must exceed `limit`."""
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        row_best = i
+        for j, char_b in enumerate(b, start=1):
+            cost = 0 if char_a == char_b else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            row_best = min(row_best, current[j])
+        if row_best > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+class CompatibilityCode(StrEnum):
+    """What ThreatForge's desktop reader would refuse in a file Stockade reads."""
+
+    SEVERITY_CASE = "severity_case"
+    NULL_SECTION = "null_section"
+
+
+@dataclass(frozen=True)
+class CompatibilityWarning:
+    """A file Stockade opens but ThreatForge's desktop app would refuse: where, and why."""
+
+    code: CompatibilityCode
+    message: str
+    section: str | None = None
+    id: str | None = None
+    field: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code.value,
+            "message": self.message,
+            "section": self.section,
+            "id": self.id,
+            "field": self.field,
+        }
 
 
 class SaveError(Exception):

@@ -104,8 +104,9 @@ class _TextEnum:
 
 CalendarDate = Annotated[str, BeforeValidator(_calendar_date)]
 # Strict floats accept integers (stored as floats) and refuse booleans and numeric strings,
-# all inside pydantic-core: positions are the most numerous scalars in a large model.
-Number = float
+# all inside pydantic-core: positions are the most numerous scalars in a large model. `.nan`
+# and `.inf` are refused too: no canvas can place them and no other tool reads them back.
+Number = Annotated[float, Field(allow_inf_nan=False)]
 U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
 I64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 SeverityField = Annotated[Severity, _TextEnum()]

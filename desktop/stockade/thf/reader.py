@@ -23,10 +23,10 @@ import yaml
 import yaml_rs
 
 from stockade.thf.collector import collector_paused
-from stockade.thf.errors import ThfError, ThfErrorCode
+from stockade.thf.errors import CompatibilityWarning, ThfError, ThfErrorCode
 from stockade.thf.model import ThreatModel
 from stockade.thf.sidecar import merge_sidecar_layouts
-from stockade.thf.validate import validate_document
+from stockade.thf.validate import compatibility_warnings, validate_document
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file the reader accepts (a 10k-element model is about 6-8 MB)."""
@@ -48,6 +48,29 @@ _PARSE_FAILED = "This file is not valid YAML, so it cannot be opened as a threat
 
 def read_text(data: str | bytes) -> ThreatModel:
     """Parse and validate a whole `.thf` document held in memory; raise `ThfError`."""
+    return _read(data, with_warnings=False)[0]
+
+
+def read_text_with_warnings(
+    data: str | bytes,
+) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
+    """Like `read_text`, plus what ThreatForge's desktop reader would refuse in the file."""
+    return _read(data, with_warnings=True)
+
+
+def read_file_with_warnings(
+    path: str | os.PathLike[str], *, merge_sidecar: bool = True
+) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
+    """Like `read_file`, plus the compatibility warnings of `read_text_with_warnings`."""
+    model, warnings = read_text_with_warnings(_read_bounded(Path(path)))
+    if merge_sidecar:
+        model = merge_sidecar_layouts(model, path)
+    return model, warnings
+
+
+def _read(
+    data: str | bytes, *, with_warnings: bool
+) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
     if isinstance(data, bytes):
         if len(data) > MAX_FILE_BYTES:
             raise _too_large()
@@ -62,7 +85,8 @@ def read_text(data: str | bytes) -> ThreatModel:
     with collector_paused(promote_survivors=True):
         parsed = _parse(text)
         try:
-            return validate_document(parsed)
+            model = validate_document(parsed)
+            return model, compatibility_warnings(parsed) if with_warnings else ()
         finally:
             # Free the parse tree before the collector resumes, so its first pass only
             # walks the model and not a million short-lived parser objects as well.

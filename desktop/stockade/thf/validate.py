@@ -6,9 +6,15 @@ Order of `validate_document` (first failure wins):
 2. `version` present (missing_section), text (invalid_field), exactly "1.0"
                                                    → unsupported_version
 3. `metadata` present and not null                 → missing_section
-4. every field has the right type and shape        → invalid_field (field names the path)
-5. `validate_references`                           → duplicate_id, invalid_reference,
+4. a list section left empty (YAML null) reads as an empty list, as ThreatForge's browser
+   reader does; any other non-list value stays an error
+5. every field has the right type and shape        → invalid_field (field names the path);
+   numbers must be finite (`.nan`, `.inf` are refused, also inside unknown fields)
+6. `validate_references`                           → duplicate_id, invalid_reference,
                                                      circular_group_nesting
+
+`compatibility_warnings` reports, separately, what the file holds that ThreatForge's desktop
+reader would refuse although Stockade reads it (docs/formats.md lists each code).
 
 The reference reader types the whole document before it looks at the version. Stockade
 gates the version first on purpose: a file written by a newer format may carry fields this
@@ -31,6 +37,7 @@ n.   threat `element` → element ids, then `flow` → data-flow ids
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from itertools import chain
@@ -39,7 +46,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stockade.thf.errors import ThfError, ThfErrorCode
+from stockade.thf.errors import (
+    CompatibilityCode,
+    CompatibilityWarning,
+    ThfError,
+    ThfErrorCode,
+)
 from stockade.thf.model import SECTION_NAMES, SUPPORTED_VERSIONS, Group, ThreatModel
 
 _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
@@ -225,6 +237,11 @@ def validate_document(data: Any) -> ThreatModel:
             section="metadata",
             field="metadata",
         )
+    if any(data.get(section, ()) is None for section in SECTION_NAMES):
+        data = {
+            key: ([] if value is None and key in SECTION_NAMES else value)
+            for key, value in data.items()
+        }
     try:
         model = ThreatModel.model_validate(data)
     except ValidationError as exc:
@@ -313,6 +330,8 @@ def _plain_data_problem(value: Any) -> str | None:
         elif isinstance(current, int) and current.bit_length() > _MAX_INT_BITS:
             # Python refuses to turn such integers back into text, so they could not be saved.
             return "holds a number too large to keep"
+        elif isinstance(current, float) and not math.isfinite(current):
+            return f"holds {_show(current)}, which is not a finite number"
         elif not isinstance(current, (str, int, float, bool)) and current is not None:
             return "holds a value that is not plain YAML data"
     return None
@@ -395,6 +414,8 @@ def _phrase(detail: Any) -> str:
         return reason if value is None else f"{reason} (found {_show(value)})"
     if kind == "enum":
         return f"must be one of {ctx.get('expected')} (found {_show(value)})"
+    if kind == "finite_number":
+        return f"must be a finite number (found {_show(value)})"
     if kind == "greater_than_equal":
         return f"must be at least {ctx.get('ge')} (found {_show(value)})"
     if kind == "less_than_equal":
@@ -413,6 +434,8 @@ def _show(value: Any) -> str:
         text = '"' + (value if len(value) <= 40 else value[:40] + "…") + '"'
     elif isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
         text = "a number with more than 900 digits"
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     elif isinstance(value, (int, float)):
         text = repr(value)
     elif isinstance(value, Mapping):
@@ -422,3 +445,46 @@ def _show(value: Any) -> str:
     else:
         text = "a value of another kind"
     return text
+
+
+def compatibility_warnings(data: Any) -> tuple[CompatibilityWarning, ...]:
+    """What a parsed document holds that ThreatForge's desktop reader would refuse.
+
+    Call it on the same parsed data `validate_document` accepted: it looks at the raw values
+    (a severity's letter case, a null section) that the typed model no longer shows.
+    """
+    if not isinstance(data, Mapping):
+        return ()
+    warnings: list[CompatibilityWarning] = []
+    for section in SECTION_NAMES:
+        if section in data and data[section] is None:
+            warnings.append(
+                CompatibilityWarning(
+                    CompatibilityCode.NULL_SECTION,
+                    f"{section} is empty (null); ThreatForge's desktop app refuses a null "
+                    f"section, so write it as an empty list ({section}: []), which "
+                    "'stockade fmt' does.",
+                    section=section,
+                    field=section,
+                )
+            )
+    threats = data.get("threats")
+    for threat in threats if isinstance(threats, list) else ():
+        if not isinstance(threat, Mapping):
+            continue
+        severity = threat.get("severity")
+        if isinstance(severity, str) and severity != severity.lower():
+            threat_id = threat.get("id") if isinstance(threat.get("id"), str) else None
+            field = f"threats[{threat_id}].severity" if threat_id else "threats.severity"
+            warnings.append(
+                CompatibilityWarning(
+                    CompatibilityCode.SEVERITY_CASE,
+                    f"{field} is {_show(severity)}; ThreatForge's desktop app reads severities "
+                    f"only in lowercase and would refuse this file. Stockade reads it as "
+                    f"{_show(severity.lower())}; 'stockade fmt' writes it that way.",
+                    section="threats",
+                    id=threat_id,
+                    field=field,
+                )
+            )
+    return tuple(warnings)

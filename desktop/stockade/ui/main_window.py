@@ -168,6 +168,10 @@ class MainWindow(QMainWindow):
             self.file_menu, "actionOpen", "&Open…",
             lambda: self.spawn(self.open_with_dialog()), QKeySequence.StandardKey.Open,
         )
+        self._action(
+            self.file_menu, "actionImport", "&Import…",
+            lambda: self.spawn(self.commands.import_with_dialog()),
+        )
         self.recent_menu = self.file_menu.addMenu("Open &Recent")
         self.recent_menu.setObjectName("recentMenu")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)

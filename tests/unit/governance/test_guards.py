@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from stockade.governance.guards import REDACTED, GuardPolicy, SecretGuard, scan
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from stockade.protocol.request import ChatRequest
+from tests.conftest import examples
 
 SECRETS = {
     "api_key": "use sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5 please",
@@ -98,7 +99,7 @@ _PLANTED = ["sk-ant-api03-Zq8vX2mN4bL7kJ9hG3fD1sA5", "AKIAIOSFODNN7EXAMPLE",
             "ghp_" + "a1B2c3D4e5" * 4, "Zx9qL2mN8vB4cR7tY1uI3oP5aS6dF0gH2jK4"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(before=st.text(max_size=60), after=st.text(max_size=60),
        planted=st.sampled_from(_PLANTED))
 def test_a_planted_secret_never_survives_whatever_surrounds_it(

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger, LimitKind, LimitRefusal
 from stockade.store.reservations import ReservationStatus
+from tests.conftest import examples
 from tests.unit.governance.conftest import FakeClock
 
 DAY_MS = 86_400_000
@@ -122,7 +123,7 @@ _step = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(budget=st.integers(min_value=0, max_value=2000), steps=st.lists(_step, max_size=25))
 def test_spend_never_exceeds_the_budget_and_the_ledger_always_balances(
     ledger: Ledger, clock: FakeClock, budget: int, steps: list[tuple[int, int | None, bool]]

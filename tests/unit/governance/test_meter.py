@@ -11,6 +11,7 @@ from stockade.governance.meter import quote, request_size
 from stockade.governance.pricebook import ModelPrice
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from stockade.protocol.request import ChatRequest, ToolSpec
+from tests.conftest import examples
 
 PRICE = ModelPrice("anthropic/claude-sonnet-5", Fraction(3), Fraction(15), Fraction(3, 10))
 
@@ -46,7 +47,7 @@ def test_output_is_bounded_by_the_max_tokens_sent() -> None:
     assert small.output_token_bound == 100
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=400), st.integers(min_value=1, max_value=8192))
 def test_estimate_never_exceeds_the_reservation(text: str, max_tokens: int) -> None:
     q = quote(_request(text, max_tokens), PRICE)

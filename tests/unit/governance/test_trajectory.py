@@ -18,6 +18,7 @@ from stockade.governance.trajectory import (
 )
 from stockade.store import Database
 from stockade.thf.canonical import canonical_json, digest
+from tests.conftest import examples
 
 
 def _fill(trajectory: Trajectory, n: int = 5) -> None:
@@ -133,7 +134,7 @@ def test_an_append_that_cannot_get_the_write_lock_raises_trajectory_error(db: Da
         raw.close()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(run_id=st.text(min_size=1, max_size=30), kind=st.text(min_size=1, max_size=20),
        prev=st.text(max_size=80), seq=st.integers(0, 2**40), at_ms=st.integers(0, 2**45))
 def test_event_hash_matches_canonical_json_for_any_strings(

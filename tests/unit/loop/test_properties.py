@@ -49,6 +49,7 @@ from stockade.protocol.events import (
 )
 from stockade.protocol.pairing import check_tool_pairing
 from stockade.tools.runtime import ToolEffect, ToolFailed, ToolOk
+from tests.conftest import examples
 from tests.unit.loop.fakes import generic_tools
 
 TOOLS = generic_tools()
@@ -293,7 +294,7 @@ def _check_transition(
         assert after.history == before.history
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(2000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(actions, min_size=6, max_size=30))
 def test_no_call_runs_without_a_matching_unused_grant_and_every_call_is_answered(
     sequence: list[Any],

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stockade.providers.sse import MAX_LINE_LENGTH, SseDecoder, SseFrame, SseOverflow
+from tests.conftest import examples
 
 BODY = (
     "event: message_start\n"
@@ -50,7 +51,7 @@ def test_byte_by_byte_feeding_decodes_identically() -> None:
     assert decode([BODY[i : i + 1] for i in range(len(BODY))]) == EXPECTED
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=len(BODY) - 1), max_size=20))
 def test_any_chunking_gives_the_same_frames(cuts: list[int]) -> None:
     points = sorted(set(cuts))

@@ -14,6 +14,7 @@ from stockade.protocol.events import MessageStop, StreamError, StreamEvent, is_t
 from stockade.providers.anthropic import AnthropicMapper
 from stockade.providers.openai import ERRORS, OpenAIMapper
 from stockade.providers.streaming import FrameMapper, SdkStream, stream_events
+from tests.conftest import examples
 
 STREAMS = Path(__file__).resolve().parents[2] / "fixtures" / "streams"
 BODIES = {
@@ -64,7 +65,7 @@ def chunked(body: bytes, cuts: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     name=st.sampled_from(sorted(BODIES)),
     cuts=st.lists(st.integers(min_value=1, max_value=4000), max_size=15),
@@ -78,7 +79,7 @@ def test_any_chunking_yields_the_events_of_the_whole_body(name: str, cuts: list[
     assert closed
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     name=st.sampled_from(sorted(BODIES)),
     data=st.data(),

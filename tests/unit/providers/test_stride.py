@@ -16,6 +16,7 @@ from stockade.catalog.stride import (
     fallback_role,
 )
 from stockade.thf.model import Severity, StrideCategory, ThreatModel
+from tests.conftest import examples
 
 C = StrideCategory
 
@@ -190,7 +191,7 @@ def documents(draw: st.DrawFn) -> ThreatModel:
     return model(elements, flows, boundaries, threats)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(documents())
 def test_proposals_never_repeat_a_covered_or_proposed_pair(doc: ThreatModel) -> None:
     proposals = analyze(doc)

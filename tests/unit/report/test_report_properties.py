@@ -13,6 +13,7 @@ from stockade.report.csv_export import render_csv
 from stockade.report.html import render_html
 from stockade.thf.model import ThreatModel
 from stockade.thf.validate import validate_document
+from tests.conftest import examples
 
 # Every tag and attribute the report itself writes; document text must never add others.
 OUR_TAGS = {
@@ -64,7 +65,7 @@ def _document(text: str) -> ThreatModel:
     )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(hostile_text)
 def test_document_text_never_adds_tags_or_event_attributes_to_the_html(text: str) -> None:
     collector = _Collector()
@@ -74,7 +75,7 @@ def test_document_text_never_adds_tags_or_event_attributes_to_the_html(text: str
     assert not any(a.startswith(EVENT_ATTRIBUTE_PREFIX) for a in collector.attributes)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(hostile_text)
 def test_csv_cells_round_trip_and_never_start_a_formula(text: str) -> None:
     rows = list(csv.reader(io.StringIO(render_csv(_document(text)), newline="")))

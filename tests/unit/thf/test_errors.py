@@ -37,6 +37,7 @@ def test_not_applicable_fields_are_null_in_json() -> None:
         "id": None,
         "field": None,
         "reference": None,
+        "suggestion": None,
     }
     assert str(err) == "Bad file."
 

@@ -204,6 +204,7 @@ def test_error_json_has_exactly_the_agreed_keys() -> None:
         "id": "flow-1",
         "field": "data_flows[flow-1].to",
         "reference": "missing-db",
+        "suggestion": None,
     }
 
 

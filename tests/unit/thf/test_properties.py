@@ -18,6 +18,7 @@ from stockade.thf import (
     to_yaml,
     validate_document,
 )
+from tests.conftest import examples
 from tests.unit.thf.support import fixture_bytes
 
 # Any text a user could type or paste (no lone surrogates: they are not encodable as UTF-8),
@@ -90,7 +91,7 @@ text = st.one_of(
     st.lists(st.sampled_from(TRICKY), min_size=1, max_size=4).map("".join),
 )
 numbers = st.one_of(
-    st.floats(allow_nan=False, allow_infinity=True, width=64),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
     st.integers(min_value=-(10**6), max_value=10**6).map(float),
 )
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), numbers, text)
@@ -263,7 +264,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     return document
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_any_valid_model_survives_write_then_read_unchanged(document: dict[str, Any]) -> None:
     model = validate_document(document)
@@ -273,7 +274,7 @@ def test_any_valid_model_survives_write_then_read_unchanged(document: dict[str, 
     assert to_yaml(again) == written
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text)
 def test_any_text_field_round_trips(value: str) -> None:
     model = ThreatModel.model_validate(
@@ -294,7 +295,7 @@ def test_any_text_field_round_trips(value: str) -> None:
 SEED = fixture_bytes("architecture-canonical-full.thf")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -322,7 +323,7 @@ def test_random_byte_mutations_only_ever_raise_thf_error(
         read_text(bytes(data))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(0, len(SEED)))
 def test_truncated_files_only_ever_raise_thf_error(length: int) -> None:
     with contextlib.suppress(ThfError):

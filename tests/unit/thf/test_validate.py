@@ -221,7 +221,7 @@ def test_unknown_severity_is_an_invalid_field_naming_the_threat() -> None:
             "data_flows[f].flow_number",
             "at least 0",
         ),
-        (minimal_data(elements=None), "elements", "null"),
+        (minimal_data(elements="web-app"), "elements", "must be a list"),
         (minimal_data(elements={"id": "a"}), "elements", "must be a list"),
         (minimal_data(elements=["web-app"]), "elements[0]", "mapping"),
         (minimal_data(metadata="text"), "metadata", "mapping"),

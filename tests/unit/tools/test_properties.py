@@ -18,7 +18,7 @@ from stockade.thf.writer import to_yaml
 from stockade.tools.graph_tools import apply_call
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import PreparedCall, PrepareFailed, ToolContext, ToolOk
-from tests.conftest import THF_FIXTURES
+from tests.conftest import THF_FIXTURES, examples
 from tests.unit.tools.conftest import END, START, el, flow, make_doc, threat
 
 REGISTRY = default_registry()
@@ -30,7 +30,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(REGISTRY.names()), json_values)
 def test_prepare_never_raises_on_any_json(name: str, raw: Any) -> None:
     tool = REGISTRY.get(name)
@@ -41,7 +41,7 @@ def test_prepare_never_raises_on_any_json(name: str, raw: Any) -> None:
         assert result.issues and all(isinstance(i, str) and i for i in result.issues)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(REGISTRY.names()[4:]),
        st.dictionaries(st.sampled_from(["id", "element", "threat", "data_flow", "trust_boundary", "updates", "cascade"]),
                        json_values, max_size=4))
@@ -88,7 +88,7 @@ def _start() -> ThreatModel:
     )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(actions_strategy, max_size=12))
 def test_any_sequence_of_graph_actions_leaves_a_document_that_reopens(steps: list[tuple[str, dict[str, Any]]]) -> None:
     document = _start()

@@ -17,6 +17,7 @@ from stockade.tools.untrusted import (
     sanitize,
     scalar,
 )
+from tests.conftest import examples
 
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
@@ -73,7 +74,7 @@ def test_envelope_refuses_an_oversized_body() -> None:
     envelope({"a": "x" * (READ_RESULT_MAX_BYTES - 8)})  # exactly at the cap: {"a":"…"} is 8 bytes more
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(), st.integers(min_value=1, max_value=300))
 def test_sanitized_and_escaped_text_never_carries_a_marker_or_forbidden_code_point(text: str, cap: int) -> None:
     for out in (escape(sanitize(text, cap)[0]), scalar(text, cap)[0]):
@@ -83,14 +84,14 @@ def test_sanitized_and_escaped_text_never_carries_a_marker_or_forbidden_code_poi
         out.encode("utf-8")  # always encodable
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from(["<", ">", "\\", "<<<", "END_UNTRUSTED_DOCUMENT_DATA", ">>>", "\n", "\u202e", "a"]), max_size=40))
 def test_marker_fragments_cannot_be_reassembled(parts: list[str]) -> None:
     out = scalar("".join(parts), 300)[0]
     assert "<<<" not in out and ">>>" not in out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text().filter(lambda t: "\\" not in t), st.integers(min_value=1, max_value=50))
 def test_sanitize_never_exceeds_cap_in_source_code_points(text: str, cap: int) -> None:
     # Without typed backslashes every `\\n` in the output is one source line break.

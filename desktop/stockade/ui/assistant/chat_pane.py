@@ -330,14 +330,19 @@ class ChatPane(QWidget):
             if any(c.configurable for c in options):
                 chosen = self._preferred.get(provider, "")
         self._fill_models(chosen)
-        self.modelChosen.emit(*self.selection())
+        self._choose(*self.selection())
 
     def _on_model_combo_activated(self, _index: int) -> None:
-        self.modelChosen.emit(*self.selection())
+        self._choose(*self.selection())
 
     def _on_model_combo_text(self, _text: str) -> None:
         if self.model_combo.isEditable():
-            self.modelChosen.emit(*self.selection())
+            self._choose(*self.selection())
+
+    def _choose(self, provider: str, model: str) -> None:
+        if model:
+            self._preferred[provider] = model  # switching back selects it again
+        self.modelChosen.emit(provider, model)
 
     # -- turns -----------------------------------------------------------------------------
 

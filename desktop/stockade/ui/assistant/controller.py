@@ -245,6 +245,11 @@ class AssistantController(QObject):
     async def save_settings(self, settings: Settings) -> None:
         self.settings = settings
         current = self._with_recent_files(settings)
+        if self.service.worker.closed:
+            # The window closed between the save being scheduled and it running: nothing else
+            # runs any more, so the last choice is written here rather than lost.
+            save_settings(current)
+            return
         await self.service.worker.run(lambda: save_settings(current))
 
     def _with_recent_files(self, settings: Settings) -> Settings:
@@ -579,10 +584,10 @@ class AssistantController(QObject):
                 self.turnParked.emit(turn.run_id)
             except REFUSALS:
                 log.warning("the waiting turn could not be parked on close", exc_info=True)
-        elif turn is not None and turn.live:
+        elif turn is not None and turn.live and not turn.parking:
             turn.cancel()
         self.turn = None
-        self.service.close()
+        self.service.close()  # waits for queued work: a Decide later under way completes
 
     # -- parked runs of the open document ---------------------------------------------------
 

@@ -17,6 +17,10 @@ from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 T = TypeVar("T")
 
 THF_FILE_FILTER = "Threat models (*.thf *.yaml *.yml);;All files (*)"
+IMPORT_FILE_FILTER = (
+    "Models from other tools (*.tm7 *.json *.yaml *.yml);;Microsoft Threat Modeling Tool "
+    "(*.tm7);;Threat Dragon, OTM or pytm JSON (*.json);;OTM YAML (*.yaml *.yml);;All files (*)"
+)
 
 
 class UnsavedChoice(StrEnum):
@@ -53,6 +57,13 @@ class Prompts:
     async def choose_open_path(self, directory: str = "") -> str | None:
         dialog = QFileDialog(self._parent, "Open threat model", directory, THF_FILE_FILTER)
         dialog.setObjectName("openFileDialog")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        return await self._file_dialog(dialog)
+
+    async def choose_import_path(self, directory: str = "") -> str | None:
+        dialog = QFileDialog(self._parent, "Import a model", directory, IMPORT_FILE_FILTER)
+        dialog.setObjectName("importFileDialog")
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
         return await self._file_dialog(dialog)

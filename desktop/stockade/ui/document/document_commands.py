@@ -1,4 +1,4 @@
-"""The File menu's work: open, new from template, save, save as, export, and unsaved changes."""
+"""The File menu's work: open, import, new from template, save, save as, export, unsaved changes."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from stockade.ui.document.document_files import (
     FileProblem,
     export_diagram,
     export_report,
+    import_document,
     read_document,
     write_document,
 )
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 REPORT_FORMATS: tuple[tuple[str, str], ...] = (
     ("html", "HTML report (*.html)"),
+    ("pdf", "PDF report (*.pdf)"),
+    ("md", "Markdown report (*.md)"),
     ("csv", "CSV threat list (*.csv)"),
     ("json", "JSON export (*.json)"),
 )
@@ -73,6 +76,40 @@ class DocumentCommands(QObject):
         current = self._window.open_document.path
         chosen = await self._window.prompts.choose_open_path(str(current.parent) if current else "")
         return await self.open_file(chosen) if chosen else False
+
+    async def import_with_dialog(self) -> bool:
+        """File → Import…: another tool's model opens as a new, unsaved document."""
+        current = self._window.open_document.path
+        chosen = await self._window.prompts.choose_import_path(
+            str(current.parent) if current else ""
+        )
+        return await self.import_file(Path(chosen)) if chosen else False
+
+    async def import_file(self, path: Path) -> bool:
+        if not await self.settle_unsaved_changes():
+            return False
+        self._window.statusBar().showMessage(f"Importing {path.name}…")
+        result = await import_document(path)
+        if isinstance(result, FileProblem):
+            self._window.statusBar().showMessage(result.title, 8000)
+            self._window.prompts.show_error(result.title, result.message)
+            return False
+        self._window.open_document.replace(result.model, None, saved=False)
+        counts = result.counts()
+        summary = (
+            f"Imported {path.name}: {counts['elements']} elements, {counts['data_flows']} flows, "
+            f"{counts['trust_boundaries']} trust boundaries, {counts['threats']} threats."
+        )
+        self._window.statusBar().showMessage(summary, 8000)
+        if result.warnings:
+            shown = [f"• {w.message}" for w in result.warnings[:12]]
+            if len(result.warnings) > len(shown):
+                shown.append(f"…and {len(result.warnings) - len(shown)} more.")
+            self._window.prompts.show_info(
+                f"Imported with {len(result.warnings)} warnings",
+                summary + " It is not saved yet.\n\n" + "\n".join(shown),
+            )
+        return True
 
     async def new_from_template(self, template_id: str) -> bool:
         if not await self.settle_unsaved_changes():

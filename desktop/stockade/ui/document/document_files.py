@@ -1,4 +1,4 @@
-"""Opening, saving and exporting documents off the UI thread, with failures in plain words."""
+"""Opening, importing, saving and exporting documents off the UI thread, in plain words."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from stockade.importers.result import ImportFailure, ImportResult
 from stockade.thf.errors import SaveError, ThfError, ThfErrorCode
 from stockade.thf.model import ThreatModel
 
@@ -47,11 +48,18 @@ def _os_reason(err: OSError) -> str:
     return err.strerror.lower() if err.strerror else "the operating system refused"
 
 
+class ForeignFileError(Exception):
+    """The file is another tool's model: it can be imported, not opened. `str` says so."""
+
+
 def describe_read_failure(path: Path, err: BaseException) -> FileProblem:
     title = f"Could not open {path.name}"
+    if isinstance(err, ForeignFileError):
+        return FileProblem(title, str(err))
     if isinstance(err, ThfError):
         hint = _CODE_HINTS.get(err.code, "The document is not valid")
-        return FileProblem(title, f"{hint}. {err.message}")
+        extra = f" {err.hint}" if err.hint else ""
+        return FileProblem(title, f"{hint}. {err.message}{extra}")
     if isinstance(err, UnicodeDecodeError):
         return FileProblem(title, "The file is not UTF-8 text, so it cannot be a threat model.")
     if isinstance(err, OSError):
@@ -82,7 +90,31 @@ def describe_write_failure(path: Path, err: BaseException, what: str = "saved") 
 def _read_sync(path: Path) -> ThreatModel:
     from stockade.thf.reader import read_file
 
-    return read_file(path)
+    try:
+        return read_file(path)
+    except ThfError:
+        hint = _foreign_hint(path)
+        if hint is not None:
+            raise ForeignFileError(hint) from None
+        raise
+
+
+def _foreign_hint(path: Path) -> str | None:
+    from stockade.importers.detect import foreign_file_hint
+    from stockade.importers.source import read_source
+
+    try:
+        raw = read_source(path)
+    except ImportFailure:
+        return None
+    found = foreign_file_hint(raw, path.name)
+    return found[1] if found is not None else None
+
+
+def _import_sync(path: Path) -> ImportResult:
+    from stockade.importers.convert import import_file
+
+    return import_file(path)
 
 
 def _save_sync(document: ThreatModel, path: Path) -> None:
@@ -92,9 +124,14 @@ def _save_sync(document: ThreatModel, path: Path) -> None:
 
 
 def _export_sync(document: ThreatModel, path: Path) -> None:
-    from stockade.report.files import write_report
+    from stockade.report.files import ReportFormat, format_for_path, write_report
 
-    write_report(document, path)
+    if format_for_path(path) is ReportFormat.PDF:
+        from stockade.ui.export.pdf_report import write_pdf
+
+        write_pdf(document, path)
+    else:
+        write_report(document, path)
 
 
 async def read_document(path: Path) -> ThreatModel | FileProblem:
@@ -102,11 +139,26 @@ async def read_document(path: Path) -> ThreatModel | FileProblem:
     loop = asyncio.get_running_loop()
     try:
         return await loop.run_in_executor(None, _read_sync, path)
-    except (ThfError, OSError, UnicodeDecodeError) as err:
+    except (ThfError, ForeignFileError, OSError, UnicodeDecodeError) as err:
         return describe_read_failure(path, err)
     except Exception as err:
         log.exception("unexpected failure while opening a document")
         return describe_read_failure(path, err)
+
+
+async def import_document(path: Path) -> ImportResult | FileProblem:
+    """Import another tool's model in a worker thread; a failure says what the file is."""
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(None, _import_sync, path)
+    except ImportFailure as err:
+        return FileProblem(f"Could not import {path.name}", err.message)
+    except Exception:
+        log.exception("unexpected failure while importing a model")
+        return FileProblem(
+            f"Could not import {path.name}",
+            "An unexpected problem stopped the import. Details are in the log file.",
+        )
 
 
 async def write_document(document: ThreatModel, path: Path) -> FileProblem | None:
@@ -123,7 +175,7 @@ async def write_document(document: ThreatModel, path: Path) -> FileProblem | Non
 
 
 async def export_report(document: ThreatModel, path: Path) -> FileProblem | None:
-    """Write the HTML, CSV or JSON report that the file suffix names."""
+    """Write the HTML, PDF, Markdown, CSV or JSON report that the file suffix names."""
     loop = asyncio.get_running_loop()
     try:
         await loop.run_in_executor(None, _export_sync, document, path)

@@ -1,1 +1,1 @@
-"""Images rendered with Qt for export (the diagram as PNG)."""
+"""Qt renderers for exported documents (the PDF report, the diagram as PNG)."""

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
-from PySide6.QtGui import QGuiApplication, QImage, QPainter
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
-from PySide6.QtWidgets import QApplication
+
+from stockade.ui.export.application import ensure_application
 
 MAX_SIDE_PIXELS = 8192
 """Longest side of an exported PNG: a 10k-element diagram stays a file a viewer can open."""
@@ -20,25 +18,9 @@ class DiagramImageError(ValueError):
     """The SVG could not be rendered."""
 
 
-def ensure_gui_application() -> None:
-    """Text rendering needs a Qt application; a command-line run gets an offscreen one.
-
-    A widgets QApplication, not a bare QGuiApplication: the process may open windows later
-    (`main(argv)` called twice in one process), and Qt allows one application per process.
-    """
-    if QGuiApplication.instance() is None:
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        # Kept on the module so it lives as long as the process.
-        global _APP
-        _APP = QApplication(sys.argv[:1])
-
-
-_APP: QApplication | None = None
-
-
 def svg_to_png(svg: str) -> bytes:
     """PNG bytes of `svg` on a white background, at most `MAX_SIDE_PIXELS` on its long side."""
-    ensure_gui_application()
+    ensure_application()
     renderer = QSvgRenderer(QByteArray(svg.encode("utf-8")))
     if not renderer.isValid():
         raise DiagramImageError("the diagram SVG could not be read back for rendering")
