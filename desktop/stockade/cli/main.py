@@ -18,6 +18,7 @@ COMMAND_SUMMARIES: dict[str, str] = {
     "validate": "check that .thf files are valid threat models",
     "fmt": "rewrite .thf files in canonical form",
     "report": "write an HTML, PDF or Markdown report or a CSV/JSON export of a .thf file",
+    "diagram": "write the data-flow diagram of a .thf file as SVG or PNG",
     "import": "import a TM7, Threat Dragon, OTM or pytm model as a .thf file",
     "export": "export a .thf file as OTM or Threat Dragon JSON",
     "keys": "save, check or remove provider API keys",
@@ -34,7 +35,7 @@ COMMANDS: tuple[str, ...] = tuple(COMMAND_SUMMARIES)
 COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
 """Commands whose module name differs from the command (`import` is a Python keyword)."""
 
-APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
+APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "authoring")
 
 _MAX_ERROR_DETAIL = 300
 """UTF-16 units of an unexpected exception's text shown on stderr; the log keeps it all."""

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QFileOpenEvent, QIcon
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QFileOpenEvent, QIcon, QPainter
+from PySide6.QtWidgets import QApplication, QDialog
 
 if TYPE_CHECKING:
     from stockade.ui.common.prompts import Prompts
@@ -235,8 +235,39 @@ async def _save_screenshot(window: MainWindow, path: Path) -> int:
         window.diagram_view.fit()  # the view only has its final size now
         await asyncio.sleep(0.02)
     image = window.grab()
+    dialogs = [d for d in window.findChildren(QDialog) if d.isVisible() and d.isWindow()]
+    if dialogs:
+        # Offscreen, a dialog is its own window: draw it over the window, centred, as it shows.
+        painter = QPainter(image)
+        for dialog in dialogs:
+            _draw_dialog(painter, dialog, image.width(), image.height())
+        painter.end()
+        for dialog in dialogs:
+            dialog.reject()
+        await asyncio.sleep(0.02)  # the awaited dialogs finish before the loop closes
     path.parent.mkdir(parents=True, exist_ok=True)
     if not image.save(str(path), "PNG"):
         print(f"stockade: the screenshot could not be written to {path}", file=sys.stderr)
         return 1
     return 0
+
+
+def _draw_dialog(painter: QPainter, dialog: QDialog, width: int, height: int) -> None:
+    """A dialog's picture with a plain title bar and border, as a window manager frames it."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QPalette, QPen
+
+    shot = dialog.grab()
+    bar = 28
+    x = (width - shot.width()) // 2
+    y = max(bar + 4, (height - shot.height()) // 3)
+    frame = QRect(x - 1, y - bar - 1, shot.width() + 2, shot.height() + bar + 2)
+    painter.fillRect(frame.translated(4, 4), QColor(0, 0, 0, 60))  # a soft drop shadow
+    palette = dialog.palette()
+    painter.fillRect(frame, palette.color(QPalette.ColorRole.Mid))
+    painter.fillRect(QRect(x, y - bar, shot.width(), bar), palette.color(QPalette.ColorRole.Button))
+    painter.setPen(QPen(palette.color(QPalette.ColorRole.ButtonText)))
+    painter.drawText(QRect(x + 10, y - bar, shot.width() - 20, bar),
+                     int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
+                     dialog.windowTitle())
+    painter.drawPixmap(x, y, shot)
