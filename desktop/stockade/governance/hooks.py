@@ -67,8 +67,17 @@ class GovernedHooks:
     async def append(self, kind: EventKind, payload: dict[str, Any]) -> None:
         """Append one event for this run; a failure stops the turn before its step."""
         run_id = self.run_id
+
+        def append(gov: Governance) -> object:
+            if kind in (EventKind.TOOL_APPROVED, EventKind.TOOL_DENIED) and \
+                    gov.identity.role is not None:
+                # Team store: who decided is the authenticated database role, not only a name.
+                return gov.trajectory.append(run_id, kind, {**payload,
+                                                            "actor_role": gov.identity.role})
+            return gov.trajectory.append(run_id, kind, payload)
+
         try:
-            await self._worker.call(lambda gov: gov.trajectory.append(run_id, kind, payload))
+            await self._worker.call(append)
         except (TrajectoryError, StoreError, sqlite3.Error) as exc:
             raise TurnStopped(f"the audit trail could not be written ({exc})") from None
 

@@ -29,7 +29,7 @@ from typing import Any
 from stockade.governance.ledger import Ledger
 from stockade.governance.sealing import SnapshotKeys, SnapshotTampered, seal, unseal
 from stockade.governance.trajectory import EventKind, Trajectory
-from stockade.store import ConflictError, Database, NotFoundError
+from stockade.store import ConflictError, NotFoundError, Store
 from stockade.store import runs as sql
 from stockade.store.runs import Decision, DecisionRow, PendingCallRow, RunRow, RunStatus
 from stockade.thf.canonical import digest
@@ -89,7 +89,7 @@ def process_alive(pid: int) -> bool:
 class RunStates:
     """Run rows, sealed snapshots and decisions, with their audit events."""
 
-    def __init__(self, db: Database, trajectory: Trajectory, ledger: Ledger,
+    def __init__(self, db: Store, trajectory: Trajectory, ledger: Ledger,
                  keys: SnapshotKeys | None, clock_ms: Callable[[], int] | None = None) -> None:
         self._db = db
         self._trajectory = trajectory
@@ -200,6 +200,11 @@ class RunStates:
             payload: dict[str, Any] = {"call_id": call_id, "tool": call.tool,
                                        "input_digest": call.input_digest, "actor": actor,
                                        "parked": True}
+            role = self._db.identity().role
+            if role is not None:
+                # Team store: the database role that decided (the decision row's
+                # `actor_role`, which the database itself fills in and checks).
+                payload["actor_role"] = role
             if reason:
                 payload["reason_digest"] = digest(reason)
             self._trajectory.append_in(conn, run_id, kind, payload)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from stockade.store import Database, StoreError
+from stockade.store import Store, StoreError
 from stockade.store import events as event_sql
-from stockade.store.database import as_store_error
+from stockade.store.interface import Connection
 from stockade.thf.canonical import canonical_json
 
 GENESIS_HASH = "sha256:" + "0" * 64
@@ -127,11 +127,11 @@ def event_hash(seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, paylo
 class Trajectory:
     """Appends and reads audit events in the shared database."""
 
-    def __init__(self, db: Database, clock_ms: Callable[[], int] | None = None) -> None:
+    def __init__(self, db: Store, clock_ms: Callable[[], int] | None = None) -> None:
         self._db = db
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
 
-    def append_in(self, conn: sqlite3.Connection, run_id: str, kind: EventKind | str,
+    def append_in(self, conn: Connection, run_id: str, kind: EventKind | str,
                   payload: dict[str, Any] | None = None) -> TrajectoryEvent:
         """Append inside the caller's write transaction (so a step and its event commit together)."""
         body = dict(payload or {})
@@ -157,7 +157,7 @@ class Trajectory:
             with self._db.write() as conn:
                 return self.append_in(conn, run_id, kind, payload)
         except sqlite3.DatabaseError as exc:
-            raise TrajectoryError(str(as_store_error(exc, self._db.path))) from None
+            raise TrajectoryError(str(self._db.explain(exc))) from None
         except StoreError as exc:
             raise TrajectoryError(str(exc)) from None
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stockade.paths import data_dir
+from stockade.store.interface import Connection, StoreIdentity, StoreKind, TeamWallet
 from stockade.store.migrations import MIGRATIONS, Migration
 
 DATABASE_NAME = "stockade.db"
@@ -100,6 +101,25 @@ class Database:
     def schema_version(self) -> int:
         row = self.read().execute("SELECT MAX(version) FROM schema_version").fetchone()
         return int(row[0] or 0)
+
+    # -- the store interface (`stockade.store.interface.Store`) ---------------------------------
+
+    kind = StoreKind.SQLITE
+
+    def identity(self) -> StoreIdentity:
+        return StoreIdentity(StoreKind.SQLITE, str(self.path))
+
+    def explain(self, exc: Exception) -> Exception:
+        return as_store_error(exc, self.path) if isinstance(exc, sqlite3.DatabaseError) else exc
+
+    def team_wallet(self, conn: Connection) -> TeamWallet | None:
+        return None  # one user's file: the wallet limits are the settings' own
+
+    def committed_by_me(self, conn: Connection, *, day_key: str,
+                        month_key: str) -> tuple[int, int]:
+        from stockade.store.reservations import committed_for_day, committed_for_month
+
+        return committed_for_day(conn, day_key), committed_for_month(conn, month_key)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from stockade.store.interface import Connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,18 +23,18 @@ class EventRow:
 _COLUMNS = "seq, run_id, run_seq, kind, at_ms, payload, prev_hash, hash"
 
 
-def chain_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
+def chain_head(conn: Connection) -> tuple[int, str] | None:
     """(seq, hash) of the newest event, or None for an empty trajectory."""
     r = conn.execute("SELECT seq, hash FROM event ORDER BY seq DESC LIMIT 1").fetchone()
     return None if r is None else (int(r[0]), str(r[1]))
 
 
-def next_run_seq(conn: sqlite3.Connection, run_id: str) -> int:
+def next_run_seq(conn: Connection, run_id: str) -> int:
     r = conn.execute("SELECT MAX(run_seq) FROM event WHERE run_id = ?", (run_id,)).fetchone()
     return 0 if r[0] is None else int(r[0]) + 1
 
 
-def insert_event(conn: sqlite3.Connection, row: EventRow) -> None:
+def insert_event(conn: Connection, row: EventRow) -> None:
     conn.execute(
         f"INSERT INTO event({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (row.seq, row.run_id, row.run_seq, row.kind, row.at_ms, row.payload, row.prev_hash,
@@ -41,7 +42,7 @@ def insert_event(conn: sqlite3.Connection, row: EventRow) -> None:
     )
 
 
-def iter_events(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[tuple]:
+def iter_events(conn: Connection, batch: int = 5000) -> Iterator[tuple]:
     """Every event as a raw tuple in seq order, fetched in batches (verification path)."""
     cur = conn.execute(f"SELECT {_COLUMNS} FROM event ORDER BY seq")
     while True:
@@ -51,11 +52,11 @@ def iter_events(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[tuple]:
         yield from rows
 
 
-def events_for_run(conn: sqlite3.Connection, run_id: str) -> list[EventRow]:
+def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE run_id = ? ORDER BY run_seq",
                         (run_id,)).fetchall()
     return [EventRow(*r) for r in rows]
 
 
-def event_count(conn: sqlite3.Connection) -> int:
+def event_count(conn: Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM event").fetchone()[0])

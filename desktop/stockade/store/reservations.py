@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
+
+from stockade.store.interface import Connection
 
 
 class ReservationStatus(StrEnum):
@@ -41,31 +42,33 @@ class LedgerTotals:
 
 
 # Credits a window has committed: open holds count in full, closed rows at their settled amount.
-_COMMITTED = "COALESCE(SUM(CASE status WHEN 'open' THEN reserved ELSE settled END), 0)"
+COMMITTED_CREDITS = "CASE status WHEN 'open' THEN reserved ELSE settled END"
+"""One row's committed credits (the team store sums it per member too)."""
+_COMMITTED = f"COALESCE(SUM({COMMITTED_CREDITS}), 0)"
 
 
-def committed_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+def committed_for_run(conn: Connection, run_id: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE run_id = ?",
                             (run_id,)).fetchone()[0])
 
 
-def committed_for_day(conn: sqlite3.Connection, day_key: str) -> int:
+def committed_for_day(conn: Connection, day_key: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE day_key = ?",
                             (day_key,)).fetchone()[0])
 
 
-def committed_for_month(conn: sqlite3.Connection, month_key: str) -> int:
+def committed_for_month(conn: Connection, month_key: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE month_key = ?",
                             (month_key,)).fetchone()[0])
 
 
-def settled_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+def settled_for_run(conn: Connection, run_id: str) -> int:
     return int(conn.execute(
         "SELECT COALESCE(SUM(settled), 0) FROM reservation WHERE run_id = ? AND status <> 'open'",
         (run_id,)).fetchone()[0])
 
 
-def insert_reservation(conn: sqlite3.Connection, row: ReservationRow) -> None:
+def insert_reservation(conn: Connection, row: ReservationRow) -> None:
     conn.execute(
         "INSERT INTO reservation(id, run_id, provider, model, created_ms, day_key, month_key, "
         "reserved, estimated, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
@@ -74,7 +77,7 @@ def insert_reservation(conn: sqlite3.Connection, row: ReservationRow) -> None:
     )
 
 
-def get_reservation(conn: sqlite3.Connection, reservation_id: str) -> ReservationRow | None:
+def get_reservation(conn: Connection, reservation_id: str) -> ReservationRow | None:
     r = conn.execute(
         "SELECT id, run_id, provider, model, created_ms, day_key, month_key, reserved, "
         "estimated, status, settled, released, actual FROM reservation WHERE id = ?",
@@ -87,7 +90,7 @@ def get_reservation(conn: sqlite3.Connection, reservation_id: str) -> Reservatio
 
 
 def close_reservation(
-    conn: sqlite3.Connection,
+    conn: Connection,
     reservation_id: str,
     *,
     status: ReservationStatus,
@@ -109,7 +112,7 @@ def close_reservation(
     return cur.rowcount == 1
 
 
-def release_open_for_run(conn: sqlite3.Connection, run_id: str, closed_ms: int) -> int:
+def release_open_for_run(conn: Connection, run_id: str, closed_ms: int) -> int:
     """Release every open hold of a run in full (crash recovery); returns how many."""
     cur = conn.execute(
         "UPDATE reservation SET status = 'released', settled = 0, released = reserved, "
@@ -120,19 +123,19 @@ def release_open_for_run(conn: sqlite3.Connection, run_id: str, closed_ms: int) 
     return cur.rowcount
 
 
-def ledger_totals(conn: sqlite3.Connection, run_id: str | None = None) -> LedgerTotals:
+def ledger_totals(conn: Connection, run_id: str | None = None) -> LedgerTotals:
     where, params = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
     r = conn.execute(
         "SELECT COALESCE(SUM(CASE WHEN status <> 'open' THEN reserved END), 0), "
         "COALESCE(SUM(settled), 0), COALESCE(SUM(released), 0), "
         "COALESCE(SUM(CASE WHEN status = 'open' THEN reserved END), 0), "
-        f"COALESCE(SUM(status = 'open'), 0) FROM reservation {where}",
+        f"COALESCE(SUM(CASE WHEN status = 'open' THEN 1 ELSE 0 END), 0) FROM reservation {where}",
         params,
     ).fetchone()
     return LedgerTotals(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]))
 
 
-def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]:
+def usage_for_run(conn: Connection, run_id: str) -> tuple[int, int, int]:
     """Reported (input, output, cached input) tokens over a run's closed requests."""
     r = conn.execute(
         "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
@@ -141,7 +144,7 @@ def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]
     return int(r[0]), int(r[1]), int(r[2])
 
 
-def last_reservation_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int] | None:
+def last_reservation_for_run(conn: Connection, run_id: str) -> tuple[int, int] | None:
     """(reserved, estimated) of a run's newest request, or None before its first one."""
     r = conn.execute(
         "SELECT reserved, estimated FROM reservation WHERE run_id = ? "

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
+
+from stockade.store.interface import Connection
 
 
 class RunStatus(StrEnum):
@@ -66,7 +67,7 @@ def _run(r: tuple) -> RunRow:
                   r[9], bool(r[10]), r[11], r[12], bool(r[13]))
 
 
-def insert_run(conn: sqlite3.Connection, *, run_id: str, document_path: str,
+def insert_run(conn: Connection, *, run_id: str, document_path: str,
                document_digest: str | None, provider: str, model: str, now_ms: int,
                owner_pid: int, owner_host: str) -> None:
     conn.execute(
@@ -78,12 +79,12 @@ def insert_run(conn: sqlite3.Connection, *, run_id: str, document_path: str,
     )
 
 
-def get_run(conn: sqlite3.Connection, run_id: str) -> RunRow | None:
+def get_run(conn: Connection, run_id: str) -> RunRow | None:
     r = conn.execute(f"SELECT {_RUN_COLUMNS} FROM run WHERE run_id = ?", (run_id,)).fetchone()
     return None if r is None else _run(r)
 
 
-def list_runs(conn: sqlite3.Connection, *, status: RunStatus | None = None,
+def list_runs(conn: Connection, *, status: RunStatus | None = None,
               document_path: str | None = None, limit: int = 200) -> list[RunRow]:
     clauses, params = [], []
     if status is not None:
@@ -100,12 +101,12 @@ def list_runs(conn: sqlite3.Connection, *, status: RunStatus | None = None,
     return [_run(r) for r in rows]
 
 
-def read_snapshot(conn: sqlite3.Connection, run_id: str) -> bytes | None:
+def read_snapshot(conn: Connection, run_id: str) -> bytes | None:
     r = conn.execute("SELECT snapshot FROM run WHERE run_id = ?", (run_id,)).fetchone()
     return None if r is None or r[0] is None else bytes(r[0])
 
 
-def park_run(conn: sqlite3.Connection, run_id: str, *, snapshot: bytes, document_digest: str,
+def park_run(conn: Connection, run_id: str, *, snapshot: bytes, document_digest: str,
              pending: list[PendingCallRow], now_ms: int) -> bool:
     """CAS running+claimed → parked+unclaimed with the sealed snapshot and its pending calls."""
     cur = conn.execute(
@@ -126,7 +127,7 @@ def park_run(conn: sqlite3.Connection, run_id: str, *, snapshot: bytes, document
     return True
 
 
-def claim_run(conn: sqlite3.Connection, run_id: str, *, expected_snapshot: bytes,
+def claim_run(conn: Connection, run_id: str, *, expected_snapshot: bytes,
               owner_pid: int, owner_host: str, now_ms: int) -> bool:
     """CAS parked+unclaimed → running+claimed, only if the snapshot is the one already checked."""
     r = conn.execute(
@@ -138,7 +139,7 @@ def claim_run(conn: sqlite3.Connection, run_id: str, *, expected_snapshot: bytes
     return r is not None
 
 
-def finish_run(conn: sqlite3.Connection, run_id: str, *, outcome: str, reason: str | None,
+def finish_run(conn: Connection, run_id: str, *, outcome: str, reason: str | None,
                now_ms: int, status: RunStatus = RunStatus.FINISHED) -> bool:
     cur = conn.execute(
         "UPDATE run SET status = ?, outcome = ?, reason = ?, snapshot = NULL, claimed = 0, "
@@ -149,45 +150,45 @@ def finish_run(conn: sqlite3.Connection, run_id: str, *, outcome: str, reason: s
     return cur.rowcount == 1
 
 
-def running_runs(conn: sqlite3.Connection) -> list[RunRow]:
+def running_runs(conn: Connection) -> list[RunRow]:
     rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM run WHERE status = 'running'").fetchall()
     return [_run(r) for r in rows]
 
 
-def mark_interrupted(conn: sqlite3.Connection, run_id: str, *, owner_pid: int | None,
+def mark_interrupted(conn: Connection, run_id: str, *, owner_pid: int | None,
                      now_ms: int) -> bool:
     """Mark a running run whose owner is gone; the pid check stops a race with a live owner."""
     cur = conn.execute(
         "UPDATE run SET status = 'interrupted', outcome = 'interrupted', "
         "reason = 'process ended mid-step', claimed = 0, owner_pid = NULL, owner_host = NULL, "
-        "updated_ms = ? WHERE run_id = ? AND status = 'running' AND owner_pid IS ?",
+        "updated_ms = ? WHERE run_id = ? AND status = 'running' AND owner_pid IS NOT DISTINCT FROM ?",
         (now_ms, run_id, owner_pid),
     )
     return cur.rowcount == 1
 
 
-def pending_calls(conn: sqlite3.Connection, run_id: str) -> list[PendingCallRow]:
+def pending_calls(conn: Connection, run_id: str) -> list[PendingCallRow]:
     rows = conn.execute(
         "SELECT call_id, position, tool, input_digest, destructive FROM pending_call "
         "WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
     return [PendingCallRow(r[0], int(r[1]), r[2], r[3], bool(r[4])) for r in rows]
 
 
-def get_decision(conn: sqlite3.Connection, run_id: str, call_id: str) -> DecisionRow | None:
+def get_decision(conn: Connection, run_id: str, call_id: str) -> DecisionRow | None:
     r = conn.execute(
         "SELECT call_id, decision, actor, reason, decided_ms FROM decision "
         "WHERE run_id = ? AND call_id = ?", (run_id, call_id)).fetchone()
     return None if r is None else DecisionRow(r[0], Decision(r[1]), r[2], r[3], int(r[4]))
 
 
-def decisions(conn: sqlite3.Connection, run_id: str) -> list[DecisionRow]:
+def decisions(conn: Connection, run_id: str) -> list[DecisionRow]:
     rows = conn.execute(
         "SELECT call_id, decision, actor, reason, decided_ms FROM decision WHERE run_id = ? "
         "ORDER BY decided_ms, call_id", (run_id,)).fetchall()
     return [DecisionRow(r[0], Decision(r[1]), r[2], r[3], int(r[4])) for r in rows]
 
 
-def insert_decision(conn: sqlite3.Connection, run_id: str, row: DecisionRow) -> None:
+def insert_decision(conn: Connection, run_id: str, row: DecisionRow) -> None:
     conn.execute(
         "INSERT INTO decision(run_id, call_id, decision, actor, reason, decided_ms) "
         "VALUES (?, ?, ?, ?, ?, ?)",
@@ -195,7 +196,7 @@ def insert_decision(conn: sqlite3.Connection, run_id: str, row: DecisionRow) -> 
     )
 
 
-def runs_with_open_holds(conn: sqlite3.Connection) -> list[str]:
+def runs_with_open_holds(conn: Connection) -> list[str]:
     """Runs that hold open reservations but are not running (left by a crash or a failed settle)."""
     rows = conn.execute(
         "SELECT DISTINCT r.run_id FROM reservation r LEFT JOIN run ON run.run_id = r.run_id "
