@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger, LimitKind, LimitRefusal
 from stockade.store.reservations import ReservationStatus
 from tests.conftest import examples
-from tests.unit.governance.conftest import FakeClock
+from tests.unit.governance.conftest import REFUSED, FakeClock
 
 DAY_MS = 86_400_000
 
@@ -98,14 +98,12 @@ def test_zero_cost_requests_are_never_blocked(ledger: Ledger) -> None:
 
 
 def test_closed_ledger_rows_cannot_be_changed_or_deleted(ledger: Ledger) -> None:
-    import sqlite3
-
     hold = _reserve(ledger, "r1", 40, CreditBudgets(per_turn=100))
     assert isinstance(hold, Hold)
     ledger.settle(hold.id, actual=10)
-    with pytest.raises(sqlite3.IntegrityError), ledger.db.write() as conn:
+    with pytest.raises(REFUSED), ledger.db.write() as conn:
         conn.execute("UPDATE reservation SET settled = 0 WHERE id = ?", (hold.id,))
-    with pytest.raises(sqlite3.IntegrityError), ledger.db.write() as conn:
+    with pytest.raises(REFUSED), ledger.db.write() as conn:
         conn.execute("DELETE FROM reservation")
 
 
