@@ -47,7 +47,7 @@ from stockade.loop.state import TurnState
 from stockade.protocol.endpoints import parse_endpoint
 from stockade.protocol.messages import Message
 from stockade.settings import Settings
-from stockade.store import StoreError
+from stockade.store import StoreError, StoreIdentity
 from stockade.store.runs import Decision, PendingCallRow, RunStatus
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest, file_digest
@@ -425,6 +425,10 @@ class AssistantService:
                 state = await runner.deny_call(decision.call_id, decision.actor, decision.reason)
         await turn.rest(state)
         return turn
+
+    async def store_identity(self) -> StoreIdentity:
+        """Which store governance uses (the SQLite file, or the team database and our role)."""
+        return await self.worker.call(lambda gov: gov.identity)
 
     # -- the audit trail -----------------------------------------------------------------------
 

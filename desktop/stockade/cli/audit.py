@@ -18,6 +18,9 @@ def add_parser(subparsers: Any) -> None:
     sub.required = True
     verify = sub.add_parser("verify", help="recompute the whole hash chain; exit 1 if broken")
     verify.add_argument("--json", action="store_true")
+    verify.add_argument("--team", action="store_true",
+                        help="verify the team's trail in the team database (team mode); "
+                             "fails when this machine uses its own SQLite file")
     export = sub.add_parser("export", help="print a run's events as JSON lines")
     export.add_argument("run", metavar="RUN")
     parser.set_defaults(func=run)
@@ -32,15 +35,29 @@ async def _run(args: argparse.Namespace) -> int:
     service = AssistantService()
     try:
         if args.audit_command == "verify":
+            trail = "audit trail"
+            team: str | None = None
+            if args.team:
+                identity = await service.store_identity()
+                if not identity.is_team:
+                    print_error("audit verify --team: this machine keeps its own SQLite file "
+                                f"({identity.location}); set database_url (or "
+                                "STOCKADE_DATABASE_URL) to the team database")
+                    return ExitCode.USAGE
+                team = identity.team
+                trail = f"team {team} audit trail (verified as {identity.role})"
             result = await service.verify_audit()
             if args.json:
-                print_json({"ok": result.ok, "checked": result.checked,
-                            "first_broken": result.first_broken, "run_id": result.run_id,
-                            "reason": result.reason})
+                out = {"ok": result.ok, "checked": result.checked,
+                       "first_broken": result.first_broken, "run_id": result.run_id,
+                       "reason": result.reason}
+                if args.team:
+                    out["team"] = team
+                print_json(out)
             elif result.ok:
-                print(f"audit trail intact: {result.checked} events checked")
+                print(f"{trail} intact: {result.checked} events checked")
             else:
-                print(f"audit trail BROKEN at event {result.first_broken} (run "
+                print(f"{trail} BROKEN at event {result.first_broken} (run "
                       f"{result.run_id}): {result.reason}; {result.checked} events before it "
                       "check out")
             return ExitCode.OK if result.ok else ExitCode.FAILED

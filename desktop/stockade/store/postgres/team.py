@@ -2,7 +2,7 @@
 
 Run by an administrator's role (one that may create roles and owns the `stockade` schema),
 never by the app: `stockade team init` calls `set_up_schema`, `ensure_team` and `add_member`;
-`stockade team status` calls `team_overview`. Every step is idempotent, so running `init` again
+`stockade team status` calls `team_overview` (through `TeamAdmin`). Every step is idempotent, so running `init` again
 with more members, or with a newer build's migrations, changes only what is new.
 """
 
@@ -17,7 +17,9 @@ from psycopg import sql
 
 from stockade.store.database import StoreError
 from stockade.store.interface import MemberKind, TeamWallet
+from stockade.store.postgres.database import CONNECT_TIMEOUT_S
 from stockade.store.postgres.schema import GROUP_ROLES, MIGRATIONS, SCHEMA
+from stockade.store.postgres.target import DatabaseTarget
 
 ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 TEAM_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
@@ -217,3 +219,62 @@ def team_overview(conn: psycopg.Connection[Any], day_key: str) -> list[TeamInfo]
     except psycopg.Error as exc:
         raise _admin_error(exc, "reading the teams") from None
     return out
+
+
+class TeamAdmin:
+    """An administrator's connection to a team database (`with TeamAdmin(target) as admin`)."""
+
+    def __init__(self, target: DatabaseTarget, *, password: str | None = None) -> None:
+        self.target = target
+        self._password = password
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def __enter__(self) -> TeamAdmin:
+        extra: dict[str, Any] = {"password": self._password} if self._password else {}
+        try:
+            self._conn = psycopg.connect(self.target.conninfo, autocommit=True,
+                                         connect_timeout=CONNECT_TIMEOUT_S,
+                                         application_name="stockade-team", **extra)
+        except psycopg.Error as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TeamAdminError(f"cannot connect to {self.target.display} ({text})") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        if self._conn is None:
+            raise TeamAdminError("the administrator's connection is not open")
+        return self._conn
+
+    def whoami(self) -> tuple[str, str | None]:
+        """(role, team) of this connection; team None for an administrator (or no schema)."""
+        role = str(_one(self.conn.execute("SELECT current_user"))[0])
+        if schema_version(self.conn) is None:
+            return role, None
+        row = self.conn.execute("SELECT team_id FROM stockade.member WHERE role_name = %s",
+                                (role,)).fetchone()
+        return role, None if row is None else str(row[0])
+
+    def set_up_schema(self) -> list[int]:
+        return set_up_schema(self.conn)
+
+    def ensure_team(self, team: str, wallet: TeamWallet | None = None) -> bool:
+        return ensure_team(self.conn, team, wallet)
+
+    def add_member(self, team: str, role: str, kind: MemberKind) -> bool:
+        return add_member(self.conn, team, role, kind)
+
+    def schema_version(self) -> int | None:
+        return schema_version(self.conn)
+
+    def overview(self, day_key: str) -> list[TeamInfo]:
+        """Every team this role may see: all of them for the administrator, its own for a
+        member (row-level security)."""
+        if schema_version(self.conn) is None:
+            return []
+        return team_overview(self.conn, day_key)
