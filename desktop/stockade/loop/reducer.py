@@ -42,6 +42,7 @@ from stockade.loop.commands import (
     ChargeCredits,
     CheckDeadline,
     DenyCall,
+    EditCall,
     RefuseRequest,
     Retry,
     StartCall,
@@ -51,6 +52,7 @@ from stockade.loop.commands import (
     TurnCommand,
     UndoTurn,
 )
+from stockade.loop.edits import CallEdit, describe_changes, edited_result, prepare_edit
 from stockade.loop.limits import (
     BoundKind,
     TurnBudget,
@@ -88,6 +90,7 @@ from stockade.protocol.events import (
 )
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
 from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk
+from stockade.tools.untrusted import sanitize
 
 TurnInput = StreamEvent | TurnCommand
 
@@ -96,7 +99,13 @@ UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you wer
 LIMIT_TEXT = "Not run: this turn has already made as many tool calls as it is allowed."
 LIMIT_SUMMARY = "Not run (tool-call limit reached): {name}"
 DECLINED_TEXT = "Not run: the user declined this action."
+DECLINED_REASON_TEXT = 'Not run: the user declined this action. Their reason: "{reason}"'
 DECLINED_TWIN_TEXT = "Not run: the user already declined an identical action in this turn."
+POLICY_DENIED_TEXT = ("Not run: this run's approval policy denies every change "
+                      "(--approve deny); nothing was changed.")
+POLICY_TWIN_TEXT = "Not run: the approval policy already denied an identical action in this turn."
+REASON_MAX_CODE_POINTS = 500
+"""Longest denial reason passed to the model (a person typed it; it is not a document)."""
 NOT_RUN_TEXT = "Not run: the turn ended before this tool call could run."
 DROPPED_TEXT = (
     "Not run: the arguments of this tool call arrived damaged and could not be read. "
@@ -145,14 +154,15 @@ def _fold_draft(state: TurnState) -> TurnState:
 def _close_out(state: TurnState) -> TurnState:
     """Answer every opened call exactly once before anything else is sent.
 
-    Calls that never ran become `denied(turn_cancelled)` (not sticky); each call without a
-    result in history gets one, in call order, in a single user message.
+    Calls that never ran become `not_run` (reason `turn_cancelled`, not sticky: nobody said
+    no); each call without a result in history gets one, in call order, in a single user
+    message.
     """
     state = _fold_draft(state)
     calls = tuple(
         _with_call(
             c,
-            status=CallStatus.DENIED,
+            status=CallStatus.NOT_RUN,
             denial_reason=DenialReason.TURN_CANCELLED,
             result=NOT_RUN_TEXT,
             is_error=True,
@@ -317,9 +327,12 @@ def _open_call(state: TurnState, call_id: str, name: str, raw: Any) -> TurnState
     )
     grants = state.grants
     if is_denied(state.denials, name, digest):
+        by_policy = _denied_by_policy(state, name, digest)
         record = CallRecord(
-            call_id, name, status=CallStatus.DENIED, result=DECLINED_TWIN_TEXT, is_error=True,
-            denial_reason=DenialReason.USER_DECLINED, **base,
+            call_id, name, status=CallStatus.DENIED,
+            result=POLICY_TWIN_TEXT if by_policy else DECLINED_TWIN_TEXT, is_error=True,
+            denial_reason=DenialReason.POLICY_DENIED if by_policy else DenialReason.USER_DECLINED,
+            **base,
         )
     elif effect is ToolEffect.READ and not destructive:
         record = CallRecord(call_id, name, status=CallStatus.APPROVED, **base)
@@ -456,18 +469,67 @@ def _on_deny_call(state: TurnState, cmd: DenyCall) -> TurnState:
     call = state.call(cmd.call_id)
     if call is None or call.status is not CallStatus.PENDING:
         return state
+    reason = DenialReason.POLICY_DENIED if cmd.by_policy else DenialReason.USER_DECLINED
     denied = _with_call(
         call,
         status=CallStatus.DENIED,
-        denial_reason=DenialReason.USER_DECLINED,
-        result=DECLINED_TEXT,
+        denial_reason=reason,
+        result=_denial_text(cmd),
         is_error=True,
     )
     state = state.evolve(
-        denials=(*state.denials, DenialRecord(call.tool_name, call.input_digest)),
+        denials=(*state.denials, DenialRecord(call.tool_name, call.input_digest, reason)),
         calls=_replace_call(state, denied),
     )
     return _maybe_executing(state)
+
+
+def _denial_text(cmd: DenyCall) -> str:
+    if cmd.by_policy:
+        return POLICY_DENIED_TEXT
+    words = sanitize(cmd.reason.strip(), REASON_MAX_CODE_POINTS)[0] if cmd.reason else ""
+    return DECLINED_REASON_TEXT.format(reason=words) if words else DECLINED_TEXT
+
+
+def _denied_by_policy(state: TurnState, tool_name: str, digest: str) -> bool:
+    return any(d.tool_name == tool_name and d.input_digest == digest
+               and d.reason is DenialReason.POLICY_DENIED for d in state.denials)
+
+
+def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
+    """Replace a pending call's input with a person's, validated by the call's own tool.
+
+    The record takes the edited input, summary, prepared call and digest and keeps the model's
+    original in `edit`; no grant exists for a pending call, and the one its approval creates is
+    bound to the edited digest. A refused edit leaves the call exactly as it was.
+    """
+    if state.phase is not TurnPhase.AWAITING_APPROVAL:
+        return state
+    call = state.call(cmd.call_id)
+    if call is None or call.status is not CallStatus.PENDING:
+        return state
+    tool = state.tool_set.get(call.tool_name)
+    if tool is None:
+        return state
+    prepared = prepare_edit(tool, cmd.new_input)
+    if not isinstance(prepared, PreparedCall):
+        return _violation(state, Violation.INVALID_EDIT, call.id,
+                          "The edited input was refused: " + "; ".join(prepared.issues))
+    digest = prepared.input_digest
+    if digest == call.input_digest:
+        return state
+    if is_denied(state.denials, call.tool_name, digest):
+        return _violation(state, Violation.INVALID_EDIT, call.id,
+                          "The edited input matches one already declined in this turn.")
+    first = call.edit
+    original_input = first.original_input if first is not None else call.raw_input
+    original_digest = first.original_digest if first is not None else call.input_digest
+    edit = CallEdit(actor=cmd.actor, original_digest=original_digest,
+                    original_input=original_input,
+                    changes=describe_changes(original_input, cmd.new_input))
+    edited = _with_call(call, input_digest=digest, summary=prepared.summary,
+                        raw_input=cmd.new_input, prepared=prepared, edit=edit)
+    return state.evolve(calls=_replace_call(state, edited))
 
 
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
@@ -501,10 +563,13 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     if call is None or call.status is not CallStatus.RUNNING:
         return state
     ok = isinstance(cmd.outcome, ToolOk)
+    result = cmd.outcome.result
+    if call.edit is not None:
+        result = edited_result(call.edit, result)  # the model learns it ran with other input
     settled = _with_call(
         call,
         status=CallStatus.SUCCEEDED if ok else CallStatus.FAILED,
-        result=cmd.outcome.result,
+        result=result,
         is_error=not ok,
     )
     return state.evolve(calls=_replace_call(state, settled))
@@ -658,6 +723,7 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
     ApproveCall: _on_approve_call,
     ApproveBatch: _on_approve_batch,
     DenyCall: _on_deny_call,
+    EditCall: _on_edit_call,
     StartCall: _on_start_call,
     CallSettled: _on_call_settled,
     Advance: _on_advance,

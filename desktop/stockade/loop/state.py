@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Violation
+from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.protocol.errors import ProtocolError
 from stockade.protocol.messages import ContentBlock, Message, TextBlock, ToolCallBlock
@@ -55,10 +56,12 @@ class CallStatus(StrEnum):
     FAILED = "failed"
     UNDONE = "undone"
     DENIED = "denied"
+    NOT_RUN = "not_run"  # still undecided (or approved, not started) when the turn stopped
 
 
 TERMINAL_STATUSES = frozenset(
-    {CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.DENIED, CallStatus.UNDONE}
+    {CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.DENIED, CallStatus.UNDONE,
+     CallStatus.NOT_RUN}
 )
 
 
@@ -194,6 +197,8 @@ class CallRecord:
     result: str | None = None
     is_error: bool = False
     denial_reason: DenialReason | None = None
+    edit: CallEdit | None = None
+    """Set when a person replaced the model's input before deciding (the input above is theirs)."""
     # Runnable closures are not state: equality and snapshots ignore them.
     prepared: PreparedCall | None = field(default=None, compare=False, repr=False)
 
