@@ -298,6 +298,11 @@ class AssistantService:
 
         return await self.worker.read_if_present(read) or []
 
+    async def declined(self, document_path: str) -> tuple[DeclinedProposal, ...]:
+        """What the user declined on this document in earlier turns (an absent database: none)."""
+        return await self.worker.read_if_present(
+            lambda gov: memory.recall(gov, document_path)) or ()
+
     async def list_parked(self, document_path: str | None = None) -> list[RunInfo]:
         """Parked runs (optionally of one document); an absent database means none."""
 

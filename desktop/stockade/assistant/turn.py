@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -153,7 +153,7 @@ class Turn:
         """Whether the document differs from the one the turn started (or resumed) on."""
         return document_digest(self.document_session.document) != self.base_digest
 
-    async def previews(self, skip: Sequence[str] = ()) -> list[CallPreview]:
+    async def previews(self, skip: Iterable[str] = ()) -> list[CallPreview]:
         """What each pending call would change, in call order on the successive documents
         (calls in `skip`, about to be denied, do not advance the document), with the ones
         declined in an earlier turn marked."""
