@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from stockade.assistant.review import CallPreview
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 Submit = Callable[[Any], Awaitable[tuple[str, ...]]]
 NO_MITIGATION = "(no mitigation)"
@@ -75,7 +76,7 @@ class EditCallDialog(QDialog):
         self.error_label = plain_label("", self)
         self.error_label.setObjectName("editCallErrors")
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #b91c1c;")
+        self.error_label.setStyleSheet(text_style("#b91c1c"))
         self.error_label.hide()
         layout.addWidget(self.error_label)
         buttons = QHBoxLayout()

@@ -53,6 +53,7 @@ from PySide6.QtWidgets import (
 
 from stockade.assistant.review import CallPreview
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import MUTED_STYLE, readable, text_style
 
 DESTRUCTIVE_WARNING = (
     "Destructive: this call removes data from the model. It is never approved in bulk; "
@@ -201,11 +202,11 @@ class CallQueueModel(QAbstractTableModel):
             return values[column]
         if role == Qt.ItemDataRole.ForegroundRole:
             if column == 6 and row.decision is Decision.APPROVE:
-                return QBrush(QColor("#15803d"))
+                return QBrush(QColor(readable("#15803d")))
             if column == 6 and row.decision is Decision.DENY:
-                return QBrush(QColor("#6b7280"))
+                return QBrush(QColor(readable("#6b7280")))
             if column in (4, 5) and (view.destructive or view.declined_earlier is not None):
-                return QBrush(QColor("#b91c1c" if column == 4 else "#92400e"))
+                return QBrush(QColor(readable("#b91c1c" if column == 4 else "#92400e")))
         return None
 
     def row_changed(self, index: int) -> None:
@@ -265,7 +266,7 @@ class ReviewQueue(QDialog):
         keys = plain_label(KEY_HELP, self)
         keys.setObjectName("reviewKeyHelp")
         keys.setWordWrap(True)
-        keys.setStyleSheet("color: #4b5563;")
+        keys.setStyleSheet(MUTED_STYLE)
         layout.addWidget(keys)
 
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
@@ -305,12 +306,12 @@ class ReviewQueue(QDialog):
         self.destructive_label = plain_label(DESTRUCTIVE_WARNING, detail)
         self.destructive_label.setObjectName("reviewDestructiveWarning")
         self.destructive_label.setWordWrap(True)
-        self.destructive_label.setStyleSheet("color: #b91c1c; font-weight: bold;")
+        self.destructive_label.setStyleSheet(text_style("#b91c1c", "font-weight: bold;"))
         detail_layout.addWidget(self.destructive_label)
         self.note_label = plain_label("", detail)
         self.note_label.setObjectName("reviewNote")
         self.note_label.setWordWrap(True)
-        self.note_label.setStyleSheet("color: #92400e;")
+        self.note_label.setStyleSheet(text_style("#92400e"))
         detail_layout.addWidget(self.note_label)
         detail_layout.addWidget(plain_label("What would change:", detail))
         self.preview_edit = self._text_box(detail, "reviewPreview")
