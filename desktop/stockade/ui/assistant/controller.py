@@ -891,9 +891,6 @@ class AssistantController(QObject):
 def park_unavailable_reason(exc: BaseException) -> str:
     """Why a turn cannot be kept for later, in one sentence ending with a full stop."""
     text = failure_text(exc).rstrip()
-    if "keyring" in text and "secure" in text:
-        text += (" (without a secure system keyring the key that encrypts saved turns would "
-                 "be lost when Stockade closes)")
     return text if text.endswith(".") else text + "."
 
 
