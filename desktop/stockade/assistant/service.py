@@ -322,8 +322,8 @@ class AssistantService:
         data = await self.worker.call(lambda gov: gov.runs.open_snapshot(run_id))
         return ParkedRun.from_json(data, registry, run_id=run_id)
 
-    async def show_run(self, run_id: str) -> RunDetails:
-        """One run with its decisions and, if parked, what each undecided call would change."""
+    async def run_info(self, run_id: str) -> tuple[RunInfo, tuple[CallDecision, ...]]:
+        """One run's record, its pending calls (if parked) and decisions; nothing decrypted."""
 
         def read(gov: Governance) -> tuple[RunInfo, tuple[CallDecision, ...]]:
             row = gov.runs.get(run_id)
@@ -333,11 +333,18 @@ class AssistantService:
                 if row.status is RunStatus.PARKED else ()
             return RunInfo.of(row, pending), tuple(CallDecision.of(d) for d in decided.values())
 
-        info, decisions = await self.worker.call(read)
+        return await self.worker.call(read)
+
+    async def show_run(self, run_id: str) -> RunDetails:
+        """One run with its decisions and, if parked, what each undecided call would change
+        (marked when the user declined the same proposal in an earlier turn)."""
+        info, decisions = await self.run_info(run_id)
         previews: tuple[Any, ...] = ()
         if info.status is RunStatus.PARKED:
             parked = await self.open_parked(run_id)
-            previews = tuple(await preview_calls(parked.pending(), parked.document))
+            declined = await self.declined(parked.document_path)
+            previews = tuple(await preview_calls(parked.pending(), parked.document,
+                                                 declined=declined))
         return RunDetails(info, decisions, previews)
 
     async def decide(self, run_id: str, call_id: str, *, approve: bool, actor: str,
