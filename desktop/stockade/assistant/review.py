@@ -50,11 +50,17 @@ class CallPreview:
     """What the user changed before deciding (empty: the input is the model's)."""
     raw: Any = None
     """The input itself (what an edit starts from)."""
+    headline: str = ""
+    """One line for a compact row: a threat's title and category, else the summary."""
 
 
 def _short(value: Any) -> str:
     if value is None:
         return "(none)"
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        # A nested record (a threat's mitigation) reads better as "status: …; description: …".
+        value = "; ".join(f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
+                          for k, v in sorted(value.items()))
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            sort_keys=True)
     text = text.replace("\r", " ").replace("\n", " ")
@@ -140,10 +146,16 @@ async def preview_calls(calls: Sequence[CallRecord], document: ThreatModel, *,
         if call.id not in skip:
             current = after
         target, severity = call_headline(call.tool_name, call.raw_input)
+        headline = call.summary
+        threat = call.raw_input.get("threat") if isinstance(call.raw_input, dict) else None
+        if call.tool_name == "add_threat" and isinstance(threat, dict) and \
+                isinstance(threat.get("title"), str):
+            headline = f"{threat['title']} ({threat.get('category', '?')})"
         previews.append(CallPreview(
             call_id=call.id, tool_name=call.tool_name, summary=call.summary,
             destructive=call.destructive, input_digest=call.input_digest,
             raw_input=raw_input_text(call.raw_input), changes=lines, refused=refused,
             target=target, severity=severity, declined_earlier=declined_earlier(call, declined),
-            edited=call.edit.changes if call.edit is not None else (), raw=call.raw_input))
+            edited=call.edit.changes if call.edit is not None else (), raw=call.raw_input,
+            headline=headline))
     return previews

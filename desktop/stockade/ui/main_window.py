@@ -47,6 +47,7 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
+    CHAT_EDIT = "chat-edit"  # the chat's review queue with a proposal open for editing
     AUTHORING = "authoring"
     """The Details tab with the Add threat dialog open over it (for screenshots)."""
 

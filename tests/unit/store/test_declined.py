@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stockade.store import open_database
 from stockade.store import declined as sql
+from stockade.store import open_database
 from stockade.store.migrations import MIGRATIONS
 
 
@@ -56,7 +56,7 @@ def test_declining_again_refreshes_the_reason_and_other_documents_are_apart(
             sql.remember(conn, _row(document_path="/other.thf"))
             sql.remember(conn, _row(input_digest="sha256:2", reason="x" * 2000, declined_ms=30))
         rows = sql.declined_for(db.read(), "/m.thf")
-        assert [(r.input_digest, r.reason, r.run_id) for r in rows][0] == (
+        assert (rows[0].input_digest, rows[0].reason, rows[0].run_id) == (
             "sha256:1", "not applicable", "run-2")
         assert len(rows[1].reason or "") == sql.TEXT_MAX
         assert len(sql.declined_for(db.read(), "/other.thf")) == 1

@@ -130,6 +130,7 @@ class AssistantController(QObject):
         self.ready = False
         """Settings and the keyring state have been loaded (tests wait for this)."""
         self._chat_shown = False
+        self._screenshot_edit = False
         self._render_timer = QTimer(self)
         self._render_timer.setObjectName("chatRenderTimer")
         self._render_timer.setSingleShot(True)
@@ -144,6 +145,7 @@ class AssistantController(QObject):
         from stockade.ui.main_window import AppTab
 
         window.register_tab(AppTab.CHAT, self.show_chat)
+        window.register_tab(AppTab.CHAT_EDIT, self._show_chat_editing)
         self._build_actions()
         self._show_choices()
         self.pane.promptSubmitted.connect(self._on_pane_promptSubmitted)
@@ -209,6 +211,10 @@ class AssistantController(QObject):
         self.window.resizeDocks([self.dock], [460], Qt.Orientation.Horizontal)
         self.pane.prompt_edit.setFocus()
 
+    def _show_chat_editing(self) -> None:
+        self._screenshot_edit = True  # `--tab chat-edit`: the screenshot opens the edit dialog
+        self.show_chat()
+
     def start_screenshot_turn(self) -> None:
         """`--screenshot … --tab chat`: an offline review turn, stopped at its approval dialog."""
         history = self.window.open_document.history
@@ -228,6 +234,14 @@ class AssistantController(QObject):
             embed_for_screenshot(dialog, self.window)
             dialog.show()
             self.dialog = dialog
+            if self._screenshot_edit:
+                from stockade.ui.assistant.edit_call_dialog import EditCallDialog
+
+                first = result.views[0]
+                edit = EditCallDialog(first, self.window, submit=lambda raw: dialog.backend.edit(
+                    first.call_id, raw))
+                embed_for_screenshot(edit, self.window)
+                edit.show()
 
     async def _load_settings(self) -> None:
         try:

@@ -54,6 +54,13 @@ class EditCallDialog(QDialog):
         self._busy = False
 
         layout = QVBoxLayout(self)
+        heading = plain_label(f"Edit {view.tool_name}  ·  call {view.call_id}"
+                              + (f"  ·  {view.target}" if view.target else ""), self)
+        heading.setObjectName("editCallHeading")
+        font = heading.font()
+        font.setBold(True)
+        heading.setFont(font)
+        layout.addWidget(heading)
         intro = plain_label("Change what this call would do. The tool checks the new input; "
                             "the call then waits for your decision again, and only the input "
                             "you approve can run. The assistant is told what you changed.", self)

@@ -158,7 +158,7 @@ class QueueRow:
         return ""
 
 
-_COLUMNS = ("Tool", "Target", "Summary", "Severity", "", "Note", "Decision")
+_COLUMNS = ("Tool", "Target", "Proposal", "Severity", "", "Note", "Decision")
 _DESTRUCTIVE_COLUMN = 4
 
 
@@ -194,7 +194,7 @@ class CallQueueModel(QAbstractTableModel):
         row, column = self.rows[index.row()], index.column()
         view = row.view
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            values = (view.tool_name, view.target, _one_line(view.summary),
+            values = (view.tool_name, view.target, _one_line(view.headline or view.summary),
                       view.severity or "", "destructive" if view.destructive else "",
                       row.note, row.decision_text)
             if role == Qt.ItemDataRole.ToolTipRole and column == 2:
@@ -283,9 +283,12 @@ class ReviewQueue(QDialog):
         self.table.verticalHeader().setDefaultSectionSize(24)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        for column, width in enumerate((92, 150, 330, 66, 26, 120, 110)):
+        header.setStretchLastSection(False)
+        for column, width in enumerate((84, 130, 300, 60, 26, 104, 104)):
             self.table.setColumnWidth(column, width)
+        # The summary takes what is left, so severity, flag, note and decision stay in view.
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(_DESTRUCTIVE_COLUMN, QHeaderView.ResizeMode.Fixed)
         splitter.addWidget(self.table)
 
         detail = QWidget(splitter)
@@ -322,6 +325,7 @@ class ReviewQueue(QDialog):
         splitter.addWidget(detail)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        splitter.setSizes([720, 380])
         layout.addWidget(splitter, 1)
 
         actions = QHBoxLayout()
@@ -336,15 +340,18 @@ class ReviewQueue(QDialog):
         layout.addLayout(actions)
 
         reasons = QHBoxLayout()
-        reasons.addWidget(plain_label("Reason for a denial (optional, told to the assistant):",
-                                      self))
+        reason_label = plain_label("Deny with a reason:", self)
+        reason_label.setToolTip("Optional; the assistant is told the reason with the denial.")
+        reasons.addWidget(reason_label)
         self.reason_edit = QLineEdit(self)
         self.reason_edit.setObjectName("reviewReasonEdit")
-        self.reason_edit.setPlaceholderText("Type a reason, then press Enter to deny the "
+        self.reason_edit.setPlaceholderText("optional: type it, then Enter denies the "
                                             "selected calls")
+        self.reason_edit.setMinimumWidth(220)
         self.reason_edit.setMaxLength(500)
         reasons.addWidget(self.reason_edit, 1)
         self.quick_buttons: dict[str, QPushButton] = {}
+        reasons.addWidget(plain_label("or:", self))
         for number, reason in enumerate(QUICK_REASONS, start=1):
             button = self._button(f"{reason} ({number})", f"reviewQuickReason{number}")
             button.setToolTip(f"Deny the selected calls: {reason.lower()}")

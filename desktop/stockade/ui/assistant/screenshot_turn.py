@@ -75,9 +75,9 @@ def embed_for_screenshot(dialog: QDialog, window: QMainWindow) -> None:
     dialog.setStyleSheet(f"#{dialog.objectName()} {{ background-color: palette(window); "
                          "border: 2px solid #6b7280; }")
     dialog.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-    central = window.centralWidget()
-    area = central.geometry() if central is not None else window.rect()
-    width, height = min(1100, area.width() - 40), min(660, area.height() - 40)
+    # Over the whole window, as a window-modal sheet would sit: the queue needs the width.
+    area = window.rect()
+    width, height = min(dialog.width(), area.width() - 40), min(dialog.height(), area.height() - 90)
     dialog.setGeometry(area.x() + (area.width() - width) // 2,
                        area.y() + (area.height() - height) // 2, width, height)
     dialog.raise_()
