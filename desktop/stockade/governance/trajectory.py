@@ -176,10 +176,17 @@ class Trajectory:
         return event_sql.event_count(self._db.read())
 
     def verify_chain(self) -> VerifyResult:
-        """Recompute every hash and link in order; name the first event that does not check."""
+        """Recompute every hash and link in order; name the first event that does not check.
+
+        The hash is `event_hash`'s, computed inline: kinds and run ids repeat, so each is quoted
+        once; `prev_hash` is quoted as is, because by then it equals the previous event's
+        verified hash (or the genesis hash), which needs no escaping.
+        """
         prev = GENESIS_HASH
         expected_seq = 1
         run_next: dict[str, int] = {}
+        quoted: dict[str, str] = {}
+        sha256 = hashlib.sha256
         checked = 0
         for seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored in \
                 event_sql.iter_events(self._db.read()):
@@ -189,7 +196,16 @@ class Trajectory:
             if prev_hash != prev:
                 return VerifyResult(False, checked, seq, run_id,
                                     f"event {seq} does not link to the event before it")
-            if event_hash(seq, run_id, run_seq, kind, at_ms, payload, prev_hash) != stored:
+            kind_json = quoted.get(kind)
+            if kind_json is None:
+                kind_json = quoted[kind] = _s(kind)
+            run_json = quoted.get(run_id)
+            if run_json is None:
+                run_json = quoted[run_id] = _s(run_id)
+            text = (f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
+                    f'"prev_hash":"{prev_hash}","run_id":{run_json},"run_seq":{run_seq},'
+                    f'"seq":{seq}}}')
+            if "sha256:" + sha256(text.encode("utf-8")).hexdigest() != stored:
                 return VerifyResult(False, checked, seq, run_id,
                                     f"event {seq} was changed after it was written")
             if run_seq != run_next.get(run_id, 0):
