@@ -14,6 +14,11 @@ Deliberate differences from the reference loop (each has a test):
 - a `malformed_stream` notice is kept as a notice and does not fail the turn; a tool call the
   provider announced but could not decode is answered with an error result the model sees;
 - the retry gate ignores the iteration that is being retried, so the last iteration can retry.
+
+Beyond the reference: a pending call's input can be replaced by a person's (`EditCall`, ADR
+0007), a denial can carry the person's reason into the result the model reads, a headless
+policy's denial is marked as one, and calls a stop leaves undecided or unstarted are `not_run`
+(nobody said no), not denied.
 """
 
 from __future__ import annotations
