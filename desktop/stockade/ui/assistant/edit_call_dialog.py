@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from stockade.assistant.review import CallPreview
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory
@@ -209,7 +210,9 @@ class EditCallDialog(QDialog):
             issues = await self._submit(raw)
         finally:
             self._busy = False
-            self.ok_button.setEnabled(True)
+        if not isValid(self):
+            return  # closed with the queue (the turn was stopped) while the tool checked it
+        self.ok_button.setEnabled(True)
         if issues:
             self._show_issues(issues)
             return

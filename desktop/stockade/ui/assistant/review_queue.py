@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from stockade.assistant.review import CallPreview
 from stockade.ui.assistant.tool_call_card import plain_label
@@ -667,13 +668,15 @@ class ReviewQueue(QDialog):
                                     submit=lambda raw: self.backend.edit(call_id, raw))
             self.editDialogOpened.emit(dialog)
             edited = await dialog.ask()
+            if not isValid(self):
+                return  # the queue was closed and deleted meanwhile (the turn stopped)
             dialog.deleteLater()
             if edited:
                 self.callEdited.emit(call_id)
                 await self._refresh_now()
         finally:
             self._editing = False
-            if self.isVisible():
+            if isValid(self) and self.isVisible():
                 self._refresh_controls()
                 self.table.setFocus()
 
@@ -686,6 +689,8 @@ class ReviewQueue(QDialog):
     async def _refresh_now(self) -> None:
         denied = frozenset(i for i, r in self.rows.items() if r.decision is Decision.DENY)
         views = await self.backend.previews(denied)
+        if not isValid(self) or (self._future is not None and self._future.done()):
+            return  # closed while the previews were computed: nothing left to show them in
         self.model.replace_views(views)
         self._show_detail()
         self._refresh_controls()
