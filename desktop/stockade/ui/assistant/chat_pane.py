@@ -131,6 +131,8 @@ class TurnView(QFrame):
             note = None
             if call.denial_reason is DenialReason.POLICY_DENIED:
                 note = "by policy"
+            elif call.denial_reason is DenialReason.LIMIT_EXCEEDED:
+                note = "over the tool-call limit"
             elif call.edit is not None:
                 note = "edited by you"
                 card.set_summary(call.summary)  # the edited input's own summary
