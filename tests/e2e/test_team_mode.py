@@ -218,11 +218,11 @@ def test_an_auditor_cannot_decide_and_an_analyst_cannot_decide_anothers_run(
     assert analyst.returncode == 1 and "approver" in analyst.stderr, analyst.stderr
     # Forging another role's name in raw SQL is refused by the database too.
     with psycopg.connect(postgres_server.url(team["ana"].role),
-                         password=_password(team["ana"].role), autocommit=True) as raw:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            raw.execute("INSERT INTO stockade.decision(actor_role, run_id, call_id, decision, "
-                        "actor, decided_ms) VALUES (%s, %s, 'toolu_1', 'approved', 'x', 0)",
-                        (team["bob"].role, run_id))
+                         password=_password(team["ana"].role), autocommit=True) as raw, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        raw.execute("INSERT INTO stockade.decision(actor_role, run_id, call_id, decision, "
+                    "actor, decided_ms) VALUES (%s, %s, 'toolu_1', 'approved', 'x', 0)",
+                    (team["bob"].role, run_id))
 
 
 def test_team_status_and_a_password_in_the_url_is_refused(

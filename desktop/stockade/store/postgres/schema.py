@@ -279,9 +279,39 @@ _RUNS = (
     f"GRANT INSERT ON decision TO {WRITERS}",
 )
 
+_DECLINED = (
+    """
+    CREATE TABLE declined_proposal(
+        team_id TEXT NOT NULL DEFAULT stockade.my_team() REFERENCES team(team_id),
+        document_path TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        input_digest TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        target_kind TEXT CHECK (target_kind IS NULL OR target_kind IN ('element', 'flow')),
+        target TEXT,
+        category TEXT,
+        title TEXT,
+        title_key TEXT,
+        reason TEXT,
+        actor TEXT NOT NULL CHECK (length(trim(actor)) > 0),
+        run_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        declined_ms BIGINT NOT NULL,
+        PRIMARY KEY (team_id, document_path, tool, input_digest)
+    )
+    """,
+    "CREATE INDEX declined_by_document ON declined_proposal(team_id, document_path, "
+    "declined_ms)",
+    # A memory, not a record: members may replace what the team declined on a document.
+    *_team_policies("declined_proposal", update=False, delete=True),
+    f"GRANT SELECT ON declined_proposal TO {READERS}",
+    f"GRANT INSERT, DELETE ON declined_proposal TO {WRITERS}",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ledger", (*_TEAMS, *_LEDGER)),
     Migration(2, "trajectory", _TRAJECTORY),
     Migration(3, "runs", _RUNS),
+    Migration(4, "declined proposals", _DECLINED),
 )
 """The same versions as `stockade.store.migrations.MIGRATIONS`, in PostgreSQL's form."""
