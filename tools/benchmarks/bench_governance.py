@@ -1,21 +1,37 @@
-"""Governance benchmark: durable trajectory appends per second, and `audit verify` over 100k events.
+"""Governance benchmark: durable trajectory appends per second and `audit verify` over 100k
+events, on both stores, and reserve/settle round trips under 4 concurrent writers.
 
-Appends are measured the way the runner makes them: one event per `BEGIN IMMEDIATE`
-transaction, committed in WAL mode with `synchronous=NORMAL` (durable against an application
-crash). `run()` returns rows for the bench runner; `ratio` is target/value for the append rate
-and value/target for the verify time, so a ratio at or below 1 always means the target is met.
-`python tools/benchmarks/bench_governance.py` prints them.
+Appends are measured the way the runner makes them: one event per write transaction. On the
+SQLite file that is `BEGIN IMMEDIATE` in WAL mode with `synchronous=NORMAL` (durable against
+an application crash); on the team store it is one PostgreSQL transaction taking the team's
+row lock, against a server this benchmark starts itself (`initdb` in a temporary folder, the
+server's durable defaults: fsync and synchronous commit on), connected over a Unix socket as
+an analyst role of a team, so row-level security is in every statement. The round trips are
+4 processes of one team, each a reserve transaction then a settle transaction, with no limit
+in the way. `run()` returns rows for the bench runner; `ratio` is target/value for a rate and
+value/target for a time, so a ratio at or below 1 always means the target is met.
+`python tools/benchmarks/bench_governance.py` prints them. Without the PostgreSQL server
+binaries (Debian's `postgresql`) only the SQLite rows are printed.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+for _path in (str(ROOT), str(ROOT / "desktop")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 APPENDS = 2_000
 APPEND_RUNS = 5
@@ -23,6 +39,10 @@ VERIFY_EVENTS = 100_000
 VERIFY_RUNS = 3
 TARGET_APPENDS_PER_S = 1_000.0
 TARGET_VERIFY_S = 0.3
+WRITERS = 4
+ROUND_TRIP_SECONDS = 5.0
+# A team of 100 analysts each sending a request a second: a reserve and a settle apiece.
+TARGET_ROUND_TRIPS_PER_S = 100.0
 
 
 def _payload(i: int) -> dict[str, Any]:
@@ -30,11 +50,13 @@ def _payload(i: int) -> dict[str, Any]:
             "input_digest": "sha256:" + f"{i:064x}"}
 
 
-def _append_rate(folder: Path) -> float:
-    from stockade.governance.trajectory import EventKind, Trajectory
-    from stockade.store import open_database
+Opener = Callable[[], Any]
 
-    db = open_database(folder / "stockade.db")
+
+def _append_rate(open_store: Opener) -> float:
+    from stockade.governance.trajectory import EventKind, Trajectory
+
+    db = open_store()
     try:
         trajectory = Trajectory(db)
         started = time.perf_counter()
@@ -46,11 +68,10 @@ def _append_rate(folder: Path) -> float:
     return APPENDS / elapsed
 
 
-def _verify_seconds(folder: Path) -> tuple[float, int]:
+def _verify_seconds(open_store: Opener) -> tuple[float, int]:
     from stockade.governance.trajectory import EventKind, Trajectory
-    from stockade.store import open_database
 
-    db = open_database(folder / "stockade.db")
+    db = open_store()
     try:
         trajectory = Trajectory(db)
         batch = 10_000
@@ -73,23 +94,142 @@ def _verify_seconds(folder: Path) -> tuple[float, int]:
     return statistics.median(times), checked
 
 
+def _sqlite(folder: Path) -> Opener:
+    def open_store() -> Any:
+        from stockade.store import open_database
+
+        return open_database(folder / "stockade.db")
+
+    return open_store
+
+
+def _round_trip_worker(url: str | None, folder: str, seconds: float,
+                       out: Any) -> None:
+    from stockade.governance.ledger import CreditBudgets, Hold, Ledger
+
+    db = _open(url, Path(folder))
+    ledger = Ledger(db)
+    budgets = CreditBudgets(per_turn=10**12)
+    done = 0
+    run = f"bench-{os.getpid()}"
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        hold = ledger.reserve(run_id=run, provider="anthropic", model="m", credits=5,
+                              estimated=5, budgets=budgets)
+        assert isinstance(hold, Hold)
+        ledger.settle(hold.id, actual=3)
+        done += 1
+    out.put(done / (time.perf_counter() - started))
+    db.close()
+
+
+def _open(url: str | None, folder: Path) -> Any:
+    if url is None:
+        from stockade.store import open_database
+
+        return open_database(folder / "stockade.db")
+    from stockade.store.postgres import open_postgres, parse_database_url
+
+    return open_postgres(parse_database_url(url))
+
+
+def _round_trips(url: str | None, folder: Path) -> float:
+    """Reserve+settle round trips per second summed over WRITERS concurrent processes."""
+    _open(url, folder).close()  # create/migrate before the clock starts
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    procs = [context.Process(target=_round_trip_worker,
+                             args=(url, str(folder), ROUND_TRIP_SECONDS, results))
+             for _ in range(WRITERS)]
+    for proc in procs:
+        proc.start()
+    rates = [results.get(timeout=ROUND_TRIP_SECONDS + 120) for _ in procs]
+    for proc in procs:
+        proc.join()
+    return sum(rates)
+
+
+@contextmanager
+def _team_store() -> Iterator[tuple[Callable[[], str], Any] | None]:
+    """A durable PostgreSQL server with the schema; yields (new team's analyst URL, server)."""
+    from tests.helpers.postgres import running_server, server_binaries
+
+    if server_binaries() is None:
+        yield None
+        return
+    import psycopg
+
+    from stockade.store import MemberKind
+    from stockade.store.postgres.team import add_member, ensure_team, set_up_schema
+
+    with running_server(durable=True) as server:
+        with psycopg.connect(server.admin_url, autocommit=True) as conn:
+            set_up_schema(conn)
+        count = [0]
+
+        def new_team_url() -> str:
+            count[0] += 1
+            team, role = f"bench-{count[0]}", f"bench_analyst_{count[0]}"
+            with psycopg.connect(server.admin_url, autocommit=True) as conn:
+                ensure_team(conn, team)
+                add_member(conn, team, role, MemberKind.ANALYST)
+            return server.url(role, socket_path=True)
+
+        yield new_team_url, server
+
+
+def _rows(store: str, rate: float, verify_s: float, checked: int) -> list[dict[str, Any]]:
+    return [
+        {"benchmark": "governance", "metric": "durable trajectory appends (median of "
+         f"{APPEND_RUNS} x {APPENDS}) [in-process, {store}]", "value": round(rate, 1),
+         "unit": "appends/s",
+         "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
+        {"benchmark": "governance", "metric": f"audit verify over {checked} events (median of "
+         f"{VERIFY_RUNS}) [in-process, {store}]", "value": round(verify_s, 3), "unit": "s",
+         "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
+    ]
+
+
+def _round_trip_row(store: str, rate: float) -> dict[str, Any]:
+    return {"benchmark": "governance", "metric": f"reserve+settle round trips, {WRITERS} "
+            f"concurrent writers x {ROUND_TRIP_SECONDS:.0f} s [{WRITERS} processes, {store}]",
+            "value": round(rate, 1), "unit": "round trips/s",
+            "target": TARGET_ROUND_TRIPS_PER_S,
+            "ratio": round(TARGET_ROUND_TRIPS_PER_S / rate, 3)}
+
+
 def run() -> list[dict[str, Any]]:
     rates = []
     for _ in range(APPEND_RUNS):
         with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
-            rates.append(_append_rate(Path(tmp)))
-    rate = statistics.median(rates)
+            rates.append(_append_rate(_sqlite(Path(tmp))))
     with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
-        verify_s, checked = _verify_seconds(Path(tmp))
-    return [
-        {"benchmark": "governance", "metric": "durable trajectory appends (median of "
-         f"{APPEND_RUNS} x {APPENDS}) [in-process, SQLite file]", "value": round(rate, 1),
-         "unit": "appends/s",
-         "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
-        {"benchmark": "governance", "metric": f"audit verify over {checked} events (median of "
-         f"{VERIFY_RUNS}) [in-process, SQLite file]", "value": round(verify_s, 3), "unit": "s",
-         "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
-    ]
+        verify_s, checked = _verify_seconds(_sqlite(Path(tmp)))
+    rows = _rows("SQLite file", statistics.median(rates), verify_s, checked)
+    with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+        sqlite_trips = _round_trips(None, Path(tmp))
+    with _team_store() as team:
+        if team is None:
+            print("governance: PostgreSQL server binaries not installed; team-store rows "
+                  "skipped", file=sys.stderr)
+            rows.append(_round_trip_row("SQLite file", sqlite_trips))
+            return rows
+        new_team_url, _server = team
+        from stockade.store.postgres import open_postgres, parse_database_url
+
+        def team_opener() -> Opener:
+            url = new_team_url()
+            return lambda: open_postgres(parse_database_url(url))
+
+        pg_rates = [_append_rate(team_opener()) for _ in range(APPEND_RUNS)]
+        pg_verify, pg_checked = _verify_seconds(team_opener())
+        rows += _rows("PostgreSQL team store", statistics.median(pg_rates), pg_verify,
+                      pg_checked)
+        with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+            pg_trips = _round_trips(new_team_url(), Path(tmp))
+    rows.append(_round_trip_row("SQLite file", sqlite_trips))
+    rows.append(_round_trip_row("PostgreSQL team store", pg_trips))
+    return rows
 
 
 if __name__ == "__main__":

@@ -34,6 +34,12 @@ LOCK_TIMEOUT_MS = 15_000
 PasswordLookup = Callable[[DatabaseTarget], str | None]
 
 
+_BEGIN_LOCKED = (
+    "BEGIN; SELECT t.per_day, t.per_month, t.per_analyst_day, t.per_analyst_month "
+    "FROM team_lock l JOIN team t ON t.team_id = l.team_id "
+    "WHERE l.team_id = (SELECT stockade.my_team()) FOR UPDATE OF l")
+
+
 class PermissionDenied(StoreError):
     """The connected role may not do this (an auditor writing, an analyst deciding for others)."""
 
@@ -75,6 +81,8 @@ class PgConnection:
     def __init__(self, raw: psycopg.Connection[Any], store: PostgresDatabase) -> None:
         self.raw = raw
         self._store = store
+        self.wallet: TeamWallet | None = None
+        """The team's limits, read under the lock while a write transaction is open."""
 
     @property
     def in_transaction(self) -> bool:
@@ -160,17 +168,25 @@ class PostgresDatabase:
         conn = self.connection()
         if conn.in_transaction:
             raise StoreError("nested write transactions are not supported")
-        conn.execute("BEGIN")
         try:
-            row = conn.execute(
-                "SELECT 1 FROM team_lock WHERE team_id = (SELECT stockade.my_team()) "
-                "FOR UPDATE").fetchone()
+            # One round trip: open the transaction, take the lock, read the team's limits
+            # (the ledger's reserve needs them, under the same lock).
+            cur = conn.raw.execute(_BEGIN_LOCKED)
+            cur.nextset()
+            row = cur.fetchone()
+        except psycopg.Error as exc:
+            self._rollback(conn)
+            raise self.explain(exc) from None
+        try:
             if row is None:
                 raise self._no_team()
+            conn.wallet = TeamWallet(*(None if v is None else int(v) for v in row))
             yield conn
         except BaseException:
             self._rollback(conn)
             raise
+        finally:
+            conn.wallet = None
         try:
             conn.execute("COMMIT")
         except StoreError:
@@ -210,6 +226,9 @@ class PostgresDatabase:
         return self._identity
 
     def team_wallet(self, conn: Any) -> TeamWallet:
+        held = getattr(conn, "wallet", None)
+        if isinstance(held, TeamWallet):
+            return held  # read with the team's lock when the write transaction began
         row = conn.execute("SELECT per_day, per_month, per_analyst_day, per_analyst_month "
                            "FROM team").fetchone()
         if row is None:
