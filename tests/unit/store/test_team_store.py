@@ -26,6 +26,7 @@ from stockade.store import migrations as sqlite_migrations
 from stockade.store.postgres import (
     DatabaseUrlError,
     PermissionDenied,
+    open_postgres,
     parse_database_url,
 )
 from stockade.store.postgres.database import translate
@@ -248,3 +249,56 @@ def test_writers_of_one_team_wait_for_each_other_but_other_teams_do_not(
     follower.join()
     assert waited and waited[0] >= 0.25
     other.close()
+
+
+def test_team_init_upgrades_an_older_schema_and_members_wait_for_it(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stockade.store.postgres import team as admin_ops
+
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as admin:
+        admin.execute("CREATE DATABASE upgrade_check")
+    url = postgres_server.admin_url.replace("/stockade?", "/upgrade_check?")
+    with psycopg.connect(url, autocommit=True) as admin:
+        monkeypatch.setattr(admin_ops, "MIGRATIONS", MIGRATIONS[:3])
+        assert admin_ops.set_up_schema(admin) == [1, 2, 3]
+        admin_ops.ensure_team(admin, "late")
+        admin_ops.add_member(admin, "late", "late_analyst", MemberKind.ANALYST)
+        member_url = postgres_server.url("late_analyst", socket_path=True).replace(
+            "/stockade?", "/upgrade_check?")
+        with pytest.raises(StoreError, match="is at schema 3 and this build needs"):
+            open_postgres(parse_database_url(member_url))
+        monkeypatch.setattr(admin_ops, "MIGRATIONS", MIGRATIONS)
+        assert admin_ops.set_up_schema(admin) == [m.version for m in MIGRATIONS[3:]]
+        assert admin_ops.set_up_schema(admin) == []  # idempotent
+    db = open_postgres(parse_database_url(member_url))
+    assert db.schema_version() == MIGRATIONS[-1].version and db.identity().team == "late"
+    db.close()
+
+
+def test_concurrent_appends_from_several_members_make_one_chain_without_forks(
+    team: Team,
+) -> None:
+    writers = [team.open(team.role(MemberKind.ANALYST, i % 2)) for i in range(4)]
+    failures: list[BaseException] = []
+
+    def append_many(db: object, n: int) -> None:
+        try:
+            trail = Trajectory(db)  # type: ignore[arg-type]
+            for i in range(40):
+                trail.append(f"run-{n}", EventKind.TOOL_RESULT, {"i": i})
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=append_many, args=(db, n))
+               for n, db in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    auditor = Trajectory(team.open(team.role(MemberKind.AUDITOR)))
+    result = auditor.verify_chain()
+    assert result.ok and result.checked == 160
+    seqs = [r[0] for r in writers[0].read().execute("SELECT seq FROM event ORDER BY seq")]
+    assert seqs == list(range(1, 161))
