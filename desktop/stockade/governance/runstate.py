@@ -29,7 +29,7 @@ from typing import Any
 from stockade.governance.ledger import Ledger
 from stockade.governance.sealing import SnapshotKeys, SnapshotTampered, seal, unseal
 from stockade.governance.trajectory import EventKind, Trajectory
-from stockade.store import ConflictError, NotFoundError, Store
+from stockade.store import ConflictError, MemberKind, NotFoundError, Store
 from stockade.store import runs as sql
 from stockade.store.runs import Decision, DecisionRow, PendingCallRow, RunRow, RunStatus
 from stockade.thf.canonical import digest
@@ -259,6 +259,8 @@ class RunStates:
 
     def recover_interrupted(self) -> list[str]:
         """Mark runs whose owning process is gone as interrupted and release their holds."""
+        if self._db.identity().member_kind is MemberKind.AUDITOR:
+            return []  # a read-only team role: recovery is for the members who write
         me, host = os.getpid(), _host()
         recovered: list[str] = []
         for run in sql.running_runs(self._db.read()):

@@ -129,6 +129,11 @@ def test_an_auditor_reads_the_trail_but_cannot_write(team: Team) -> None:
     assert trail.count() == 1 and trail.verify_chain().ok
     with pytest.raises(PermissionDenied, match="auditor"), auditor.write():
         pass
+    # A hold a crashed analyst left open: recovery is the writers' job, and looking at the
+    # runs as an auditor (which recovers first) must not fail on it.
+    Ledger(analyst).reserve(run_id="gone", provider="p", model="m", credits=5, estimated=5,
+                            budgets=CreditBudgets(per_turn=100))
+    assert Governance(auditor).runs.recover_interrupted() == []
 
 
 def test_only_an_approver_decides_a_run_another_analyst_started(team: Team) -> None:
