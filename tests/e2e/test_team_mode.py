@@ -9,9 +9,11 @@ server on 127.0.0.1 reached through the official SDK.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 
 from tests.e2e.conftest import cli_env, run_cli, run_cli_process, stockade_command
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
+from tests.helpers.file_keyring import read_keyring_file
 from tests.helpers.postgres import PostgresServer
 
 MODEL = "claude-sonnet-5"
@@ -246,3 +249,38 @@ def test_team_status_and_a_password_in_the_url_is_refused(
     wrong = dict(team["ana"].env, STOCKADE_TEST_KEYRING=os.devnull + ".missing")
     denied = run_cli_process("runs", "list", env=wrong)
     assert denied.returncode == 1 and "refused the login" in denied.stderr, denied.stderr
+
+
+def test_team_keys_and_database_passwords_are_checked_and_never_echoed(tmp_path: Path) -> None:
+    env = {"PYTHON_KEYRING_BACKEND": KEYRING,
+           "STOCKADE_TEST_KEYRING": str(tmp_path / "keyring.json")}
+    short = run_cli("keys", "import-team-key", "red", env=env, input="c2hvcnQ=\n")
+    assert short.returncode == 2 and "32 bytes" in short.stderr
+    assert "c2hvcnQ" not in short.stderr + short.stdout
+    bad_team = run_cli("keys", "import-team-key", "Red Team", env=env, input="x\n")
+    assert bad_team.returncode == 2 and "not a team id" in bad_team.stderr
+    key = base64.b64encode(bytes(range(32))).decode()
+    saved = run_cli("keys", "import-team-key", "red", "--json", env=env, input=key + "\n")
+    assert saved.returncode == 0 and json.loads(saved.stdout) == {
+        "team": "red", "saved": True, "generated": False}
+    assert key not in saved.stdout
+    assert read_keyring_file(tmp_path / "keyring.json")[("stockade", "team-key-red")] == key
+
+    nowhere = run_cli("keys", "set-database-password", env=env, input="pw\n")
+    assert nowhere.returncode == 2 and "no team database is configured" in nowhere.stderr
+    session_only = run_cli("keys", "import-team-key", "red", env={
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}, input=key + "\n")
+    assert session_only.returncode == 1 and "No secure system keyring" in session_only.stderr
+
+
+def test_team_commands_without_a_reachable_database_fail_clearly(tmp_path: Path) -> None:
+    unused = socket.socket()
+    unused.bind(("127.0.0.1", 0))
+    port = unused.getsockname()[1]
+    unused.close()
+    url = f"postgresql://ana@127.0.0.1:{port}/stockade"
+    status = run_cli("team", "status", "--database-url", url)
+    assert status.returncode == 1 and "cannot connect" in status.stderr
+    listed = run_cli_process("runs", "list", env={"STOCKADE_DATABASE_URL": url})
+    assert listed.returncode == 1 and "cannot be reached" in listed.stderr, listed.stderr
+    assert "Traceback" not in listed.stderr
