@@ -17,9 +17,9 @@ binaries (Debian's `postgresql`) only the SQLite rows are printed.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,8 +103,8 @@ def _sqlite(folder: Path) -> Opener:
     return open_store
 
 
-def _round_trip_worker(url: str | None, folder: str, seconds: float,
-                       out: Any) -> None:
+def _round_trip_worker(url: str | None, folder: str, seconds: float) -> float:
+    """One writer's reserve+settle round trips per second (run in its own process)."""
     from stockade.governance.ledger import CreditBudgets, Hold, Ledger
 
     db = _open(url, Path(folder))
@@ -119,8 +119,9 @@ def _round_trip_worker(url: str | None, folder: str, seconds: float,
         assert isinstance(hold, Hold)
         ledger.settle(hold.id, actual=3)
         done += 1
-    out.put(done / (time.perf_counter() - started))
+    rate = done / (time.perf_counter() - started)
     db.close()
+    return rate
 
 
 def _open(url: str | None, folder: Path) -> Any:
@@ -136,16 +137,16 @@ def _open(url: str | None, folder: Path) -> Any:
 def _round_trips(url: str | None, folder: Path) -> float:
     """Reserve+settle round trips per second summed over WRITERS concurrent processes."""
     _open(url, folder).close()  # create/migrate before the clock starts
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    procs = [context.Process(target=_round_trip_worker,
-                             args=(url, str(folder), ROUND_TRIP_SECONDS, results))
-             for _ in range(WRITERS)]
+    procs = [subprocess.Popen(
+        [sys.executable, __file__, "--round-trip-worker", url or "", str(folder),
+         str(ROUND_TRIP_SECONDS)], stdout=subprocess.PIPE, text=True)
+        for _ in range(WRITERS)]
+    rates = []
     for proc in procs:
-        proc.start()
-    rates = [results.get(timeout=ROUND_TRIP_SECONDS + 120) for _ in procs]
-    for proc in procs:
-        proc.join()
+        out, _err = proc.communicate(timeout=ROUND_TRIP_SECONDS + 120)
+        if proc.returncode != 0:
+            raise RuntimeError("a round-trip writer failed")
+        rates.append(float(out.strip().splitlines()[-1]))
     return sum(rates)
 
 
@@ -233,6 +234,9 @@ def run() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--round-trip-worker"]:
+        print(_round_trip_worker(sys.argv[2] or None, sys.argv[3], float(sys.argv[4])))
+        raise SystemExit(0)
     os.environ.setdefault("STOCKADE_HOME", tempfile.mkdtemp(prefix="stockade-bench-home-"))
     for row in run():
         print(json.dumps(row))
