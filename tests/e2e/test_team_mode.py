@@ -110,6 +110,7 @@ def team(postgres_server: PostgresServer, tmp_path: Path, server: FakeProviderSe
                            input=key + "\n")
         assert imported.returncode == 0, imported.stderr
     machines["ana"].env["TEAM"] = name
+    machines["eve"].env["TEAM"] = other
     return machines
 
 
@@ -197,8 +198,9 @@ def test_another_teams_role_sees_nothing_even_with_raw_sql(
         for table in ("event", "run", "pending_call", "decision", "reservation"):
             count = raw.execute(f"SELECT COUNT(*) FROM stockade.{table}").fetchone()
             assert count == (0,), table
-        assert raw.execute("SELECT team_id FROM stockade.team").fetchall() != [
-            (ana.env["TEAM"],)]
+        assert raw.execute("SELECT team_id FROM stockade.team").fetchall() == [
+            (eve.env["TEAM"],)]
+        assert raw.execute("SELECT role_name FROM stockade.member").fetchall() == [(eve.role,)]
         assert raw.execute("UPDATE stockade.run SET reason = 'x'").rowcount == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             raw.execute(
