@@ -50,20 +50,6 @@ class StoreIdentity:
     def is_team(self) -> bool:
         return self.kind is StoreKind.POSTGRES
 
-    def describe(self) -> str:
-        """One line for the About dialog and `stockade team status`."""
-        if not self.is_team:
-            return f"SQLite file {self.location}"
-        who = f"role {self.role}" if self.role else "no role"
-        kind = f" ({self.member_kind.value})" if self.member_kind else ""
-        team = f"team {self.team}" if self.team else "no team"
-        return f"PostgreSQL {self.location}, {team}, {who}{kind}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "location": self.location, "team": self.team,
-                "role": self.role,
-                "member_kind": self.member_kind.value if self.member_kind else None}
-
 
 @dataclass(frozen=True, slots=True)
 class TeamWallet:
@@ -93,9 +79,9 @@ class Cursor(Protocol):
 class Connection(Protocol):
     """The part of a connection the store's SQL uses (`sqlite3.Connection` has it as is)."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any: ...
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
 
 
 class Store(Protocol):
