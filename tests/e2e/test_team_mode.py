@@ -181,6 +181,11 @@ def test_a_run_parked_on_one_machine_is_approved_on_another_and_resumed_once(
     assert result["ok"] and result["team"] == ana.env["TEAM"] and result["checked"] > 5
     listed_by_auditor = json.loads(team["aud"].run("runs", "list", "--json").stdout)
     assert [r["run_id"] for r in listed_by_auditor] == [run_id]
+    exported = team["aud"].run("audit", "export", run_id)
+    assert exported.returncode == 0, exported.stderr
+    kinds = [json.loads(line)["kind"] for line in exported.stdout.splitlines()
+             if line.startswith("{") and '"kind"' in line]
+    assert kinds.count("tool.approved") == 1 and kinds[-1] == "run.finished"
 
 
 def test_another_teams_role_sees_nothing_even_with_raw_sql(
