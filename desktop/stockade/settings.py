@@ -131,6 +131,12 @@ class Settings(BaseModel):
     guard_policy: GuardPolicy = GuardPolicy.REDACT
     recent_files: list[str] = Field(default_factory=list)
     author_name: str = Field("", max_length=200)
+    parked_run_days: int = Field(30, gt=0, le=3650)
+    """Parked runs older than this are listed as expired and never resumed."""
+
+    @property
+    def parked_run_ttl_ms(self) -> int:
+        return self.parked_run_days * 24 * 3600 * 1000
 
     @model_validator(mode="before")
     @classmethod

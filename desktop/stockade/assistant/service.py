@@ -31,7 +31,12 @@ from stockade.assistant.review import preview_calls
 from stockade.assistant.turn import Turn
 from stockade.governance.guards import SecretGuard
 from stockade.governance.hooks import GovernedHooks
-from stockade.governance.runstate import DocumentChanged, ResumeTicket
+from stockade.governance.runstate import (
+    DecisionRefused,
+    DocumentChanged,
+    PendingFacts,
+    ResumeTicket,
+)
 from stockade.governance.services import Governance, wall_clock_ms
 from stockade.governance.trajectory import (
     EventKind,
@@ -48,7 +53,7 @@ from stockade.protocol.endpoints import parse_endpoint
 from stockade.protocol.messages import Message
 from stockade.settings import Settings
 from stockade.store import StoreError
-from stockade.store.runs import Decision, PendingCallRow, RunStatus
+from stockade.store.runs import Decision, PendingCallRow, RunRow, RunStatus
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest, file_digest
 from stockade.thf.errors import SaveError, ThfError
@@ -117,13 +122,28 @@ class AssistantService:
         self._clock_ms = clock_ms
         self._registry: Any = None
         self._loading: asyncio.Future[Any] | None = None
+        # Runs whose write-back went to a conflict copy: a park then binds to that copy.
+        self._write_conflicts: dict[str, str] = {}
 
     def close(self) -> None:
         self.worker.close()
 
-    async def recover_interrupted(self) -> list[str]:
-        """Mark runs a crashed process left mid-step as interrupted (writing commands do this)."""
-        return await self.worker.call(lambda gov: gov.runs.recover_interrupted())
+    async def recover_interrupted(self, settings: Settings | None = None) -> list[str]:
+        """Mark runs a crashed process left mid-step as interrupted, and finish parked runs
+        past their expiry (writing commands do this)."""
+        ttl = (settings or Settings()).parked_run_ttl_ms
+
+        def recover(gov: Governance) -> list[str]:
+            recovered = gov.runs.recover_interrupted()
+            gov.runs.expire_parked(ttl)
+            return recovered
+
+        return await self.worker.call(recover)
+
+    async def needs_passphrase(self, run_id: str | None = None) -> bool:
+        """Whether parking (or opening `run_id`) needs a passphrase the front end must ask for:
+        no secure keyring, no `STOCKADE_SNAPSHOT_KEY`, and none given or remembered yet."""
+        return await self.worker.call(lambda gov: gov.runs.needs_passphrase(run_id))
 
     async def tools(self) -> Any:
         """The tool registry (built once, on the worker, with the provider SDKs imported)."""
@@ -223,9 +243,11 @@ class AssistantService:
             base_count=turn.base_count, parked_at_ms=int(self._clock_ms()),
             waiting_since_ms=runner.waiting_since_ms, state=turn.state,
             document=turn.document_session.document,
-            document_before_turn=turn.document_before_turn, base_digest=base_digest)
+            document_before_turn=turn.document_before_turn, base_digest=base_digest,
+            conflict_path=self._write_conflicts.get(turn.run_id))
 
-    def _park_on_worker(self, turn: Turn) -> Callable[[Governance], None]:
+    def _park_on_worker(self, turn: Turn,
+                        passphrase: str | None = None) -> Callable[[Governance], None]:
         if not turn.waiting:
             raise ParkUnavailable(f"only a turn waiting for a decision can be saved for later "
                                   f"(this one is {turn.phase.value})")
@@ -233,29 +255,38 @@ class AssistantService:
         if path.startswith(UNSAVED_PREFIX):
             raise ParkUnavailable("Save the document first: a turn can only wait for later on a "
                                   "document that is saved in a file.")
-        pending = [PendingCallRow(c.id, i, c.tool_name, c.input_digest, c.destructive)
+        pending = [PendingCallRow(c.id, i, c.tool_name, c.input_digest, c.destructive,
+                                  c.iteration)
                    for i, c in enumerate(turn.pending())]
+        conflict = self._write_conflicts.get(turn.run_id)
 
         def park(gov: Governance) -> None:
-            try:
-                base = file_digest(path)
-            except ThfError as exc:
-                raise ParkUnavailable(f"the file {path} cannot be read as a model now "
-                                      f"({exc.message}); save the document again, then choose "
-                                      "Decide later") from None
+            if conflict is not None:
+                # The file changed under the turn and its work went to the conflict copy: the
+                # run continues only on that version (adopted as the file), never on the
+                # user's edit, which a resume would otherwise overwrite.
+                base = document_digest(turn.document_session.document)
+            else:
+                try:
+                    base = file_digest(path)
+                except ThfError as exc:
+                    raise ParkUnavailable(f"the file {path} cannot be read as a model now "
+                                          f"({exc.message}); save the document again, then "
+                                          "choose Decide later") from None
             parked = self._parked_record(turn, base)
             gov.runs.park(turn.run_id, snapshot=parked.to_json(), document_digest=base,
-                          pending=pending)
+                          pending=pending, passphrase=passphrase)
 
         return park
 
-    async def park(self, turn: Turn) -> None:
+    async def park(self, turn: Turn, *, passphrase: str | None = None) -> None:
         """Seal the waiting turn and store it (see the module's rule for the base document).
 
-        Raises `ParkUnavailable`, `SealError` (no usable keyring) or `StoreError`; the turn is
-        then still waiting, untouched, in memory.
+        Raises `ParkUnavailable`, `PassphraseRequired` (no secure keyring: ask for one and
+        call again with it), `SealError` or `StoreError`; the turn is then still waiting,
+        untouched, in memory.
         """
-        work = self._park_on_worker(turn)
+        work = self._park_on_worker(turn, passphrase)
         turn.parking = True
         try:
             await self.worker.call(work)
@@ -263,9 +294,9 @@ class AssistantService:
             turn.parking = False
         turn.parked = True
 
-    def park_blocking(self, turn: Turn) -> None:
+    def park_blocking(self, turn: Turn, *, passphrase: str | None = None) -> None:
         """`park`, waiting on the caller's thread (the app is closing; nothing else runs)."""
-        self.worker.call_blocking(self._park_on_worker(turn))
+        self.worker.call_blocking(self._park_on_worker(turn, passphrase))
         turn.parked = True
 
     async def finish_unparked(self, turn: Turn, reason: SettleReason) -> None:
@@ -277,12 +308,20 @@ class AssistantService:
     # -- parked runs ---------------------------------------------------------------------------
 
     async def list_runs(self, *, status: RunStatus | None = None,
-                        document_path: str | None = None) -> list[RunInfo]:
-        """Runs, newest first, with the pending calls of the parked ones (nothing decrypted)."""
+                        document_path: str | None = None,
+                        settings: Settings | None = None) -> list[RunInfo]:
+        """Runs, newest first, with the pending calls of the parked ones (nothing decrypted);
+        a parked run past its expiry is listed as expired."""
+
+        cutoff = int(self._clock_ms()) - (settings or Settings()).parked_run_ttl_ms
+        stored = None if status is RunStatus.EXPIRED else status
 
         def read(gov: Governance) -> list[RunInfo]:
             out = []
-            for row in gov.runs.list_runs(status=status, document_path=document_path):
+            for row in gov.runs.list_runs(status=stored, document_path=document_path):
+                row = _shown(row, cutoff)
+                if status is RunStatus.EXPIRED and row.status is not RunStatus.EXPIRED:
+                    continue
                 pending: tuple[ParkedCall, ...] = ()
                 if row.status is RunStatus.PARKED:
                     decided = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
@@ -293,12 +332,17 @@ class AssistantService:
 
         return await self.worker.read_if_present(read) or []
 
-    async def list_parked(self, document_path: str | None = None) -> list[RunInfo]:
-        """Parked runs (optionally of one document); an absent database means none."""
+    async def list_parked(self, document_path: str | None = None, *,
+                          settings: Settings | None = None) -> list[RunInfo]:
+        """Parked runs that can still be resumed (optionally of one document); an absent
+        database means none."""
+        cutoff = int(self._clock_ms()) - (settings or Settings()).parked_run_ttl_ms
 
         def read(gov: Governance) -> list[RunInfo]:
             out = []
             for row in gov.runs.list_runs(status=RunStatus.PARKED, document_path=document_path):
+                if _shown(row, cutoff).status is RunStatus.EXPIRED:
+                    continue
                 decided = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
                 out.append(RunInfo.of(row, tuple(ParkedCall.of(p, decided.get(p.call_id))
                                                  for p in gov.runs.pending_calls(row.run_id))))
@@ -306,13 +350,15 @@ class AssistantService:
 
         return await self.worker.read_if_present(read) or []
 
-    async def open_parked(self, run_id: str) -> ParkedRun:
-        """Decrypt and check a parked run (store, keyring, seal and layout errors raise)."""
+    async def open_parked(self, run_id: str, *, passphrase: str | None = None) -> ParkedRun:
+        """Decrypt and check a parked run (store, keyring, seal and layout errors raise;
+        `PassphraseRequired` when it is sealed under a passphrase not given yet)."""
         registry = await self.tools()
-        data = await self.worker.call(lambda gov: gov.runs.open_snapshot(run_id))
+        data = await self.worker.call(
+            lambda gov: gov.runs.open_snapshot(run_id, passphrase=passphrase))
         return ParkedRun.from_json(data, registry, run_id=run_id)
 
-    async def show_run(self, run_id: str) -> RunDetails:
+    async def show_run(self, run_id: str, *, passphrase: str | None = None) -> RunDetails:
         """One run with its decisions and, if parked, what each undecided call would change."""
 
         def read(gov: Governance) -> tuple[RunInfo, tuple[CallDecision, ...]]:
@@ -326,16 +372,28 @@ class AssistantService:
         info, decisions = await self.worker.call(read)
         previews: tuple[Any, ...] = ()
         if info.status is RunStatus.PARKED:
-            parked = await self.open_parked(run_id)
+            parked = await self.open_parked(run_id, passphrase=passphrase)
             previews = tuple(await preview_calls(parked.pending(), parked.document))
         return RunDetails(info, decisions, previews)
 
     async def decide(self, run_id: str, call_id: str, *, approve: bool, actor: str,
-                     reason: str | None = None) -> bool:
-        """Approve or deny one call of a parked run; False when it was already so decided."""
+                     reason: str | None = None, passphrase: str | None = None) -> bool:
+        """Approve or deny one call of a parked run; False when it was already so decided.
+
+        The decision is bound to the call as the sealed snapshot states it (tool, input digest,
+        iteration), so the snapshot is opened first (`PassphraseRequired` without a keyring).
+        """
         decision = Decision.APPROVED if approve else Decision.DENIED
+        expected: PendingFacts | None = None
+        status = (await self.worker.call(lambda gov: gov.runs.get(run_id))).status
+        if status is RunStatus.PARKED:
+            parked = await self.open_parked(run_id, passphrase=passphrase)
+            call = next((c for c in parked.pending() if c.id == call_id), None)
+            if call is not None:
+                expected = PendingFacts(call.tool_name, call.input_digest, call.iteration)
         outcome = await self.worker.call(
-            lambda gov: gov.runs.decide(run_id, call_id, decision, actor, reason))
+            lambda gov: gov.runs.decide(run_id, call_id, decision, actor, reason,
+                                        passphrase=passphrase, expected=expected))
         return not outcome.already_recorded
 
     # -- resuming ------------------------------------------------------------------------------
@@ -344,7 +402,8 @@ class AssistantService:
                      document_session: DocumentSession | None = None,
                      base_url: str | None = None,
                      on_state: StateObserver | None = None,
-                     write_back: bool | None = None) -> Turn:
+                     write_back: bool | None = None,
+                     passphrase: str | None = None) -> Turn:
         """Check, claim and continue a decided parked run; returns it at its next rest point.
 
         `document_session` is the open document to continue in (the app); without one the file
@@ -353,8 +412,11 @@ class AssistantService:
         Everything that can refuse runs before the claim, so a refusal leaves the run parked.
         """
         registry = await self.tools()
-        ticket: ResumeTicket = await self.worker.call(lambda gov: gov.runs.prepare_resume(run_id))
+        ttl = settings.parked_run_ttl_ms
+        ticket: ResumeTicket = await self.worker.call(
+            lambda gov: gov.runs.prepare_resume(run_id, passphrase=passphrase, ttl_ms=ttl))
         parked = ParkedRun.from_json(ticket.snapshot, registry, run_id=run_id)
+        _check_decisions_cover(run_id, parked, ticket)
         path = parked.document_path
 
         def current_digest() -> str:
@@ -366,6 +428,11 @@ class AssistantService:
                                       "it") from None
 
         if await self.worker.run(current_digest) != parked.base_digest:
+            if parked.conflict_path is not None:
+                raise DocumentChanged(
+                    f"run {run_id} was parked after {path} changed under it; its work is in "
+                    f"{parked.conflict_path}. To continue it, put that file in place of {path} "
+                    "(or merge your edits into it), then resume")
             raise DocumentChanged(f"the document {path} changed since run {run_id} was parked; "
                                   "the run cannot be resumed against it")
         if document_session is None:
@@ -483,9 +550,12 @@ class AssistantService:
             return WriteBack(conflict is None, path, conflict)
 
         try:
-            return await self.worker.call(write)
+            result = await self.worker.call(write)
         except (StoreError, sqlite3.Error, TrajectoryError) as exc:
             return WriteBack(False, path, None, f"the write could not be recorded ({exc})")
+        if result.conflict_path is not None:
+            self._write_conflicts[turn.run_id] = result.conflict_path
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,6 +590,29 @@ def _restore_plan(parked: ParkedRun, session: DocumentSession) -> _RestorePlan |
                               "know, and it can only continue on the file as it was saved; "
                               "reopen the file (discarding those changes) to continue it")
     return _RestorePlan(parked.document, True)
+
+
+def _shown(row: RunRow, cutoff_ms: int) -> RunRow:
+    """A run as listed: parked past its expiry, or finished because it expired, is expired."""
+    if (row.status is RunStatus.PARKED and not row.claimed and row.updated_ms < cutoff_ms) or \
+            (row.status is RunStatus.FINISHED and row.outcome == "expired"):
+        return dataclasses.replace(row, status=RunStatus.EXPIRED)
+    return row
+
+
+def _check_decisions_cover(run_id: str, parked: ParkedRun, ticket: ResumeTicket) -> None:
+    """Every call the sealed snapshot waits on needs a verified decision for exactly its input
+    digest and iteration (the plaintext pending-call list may have been altered)."""
+    decided = {d.call_id: d for d in ticket.decisions}
+    for call in parked.pending():
+        row = decided.get(call.id)
+        if row is None:
+            raise DecisionRefused(f"run {run_id} waits on call {call.id}, which has no "
+                                  "authenticated decision; nothing was run")
+        if row.input_digest != call.input_digest or row.iteration != call.iteration:
+            raise DecisionRefused(
+                f"the decision on call {call.id} of run {run_id} was made for another input or "
+                "step than the call waiting in the sealed snapshot; nothing was run")
 
 
 def _conflict_path(path: str) -> str:

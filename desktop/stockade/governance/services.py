@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from stockade.governance.chain import AuditKeys, KeyringMarker
 from stockade.governance.ledger import Ledger
 from stockade.governance.pricebook import PriceBook, load_price_book
 from stockade.governance.runstate import RunStates
@@ -27,9 +28,11 @@ class Governance:
         self.db = db
         self.clock_ms = clock_ms or wall_clock_ms
         self.price_book = price_book or load_price_book()
-        self.trajectory = Trajectory(db, self.clock_ms)
-        self.ledger = Ledger(db, self.clock_ms)
         self.keys = SnapshotKeys(secrets) if secrets is not None else None
+        self.trajectory = Trajectory(
+            db, self.clock_ms, keys=AuditKeys(self.keys) if self.keys is not None else None,
+            marker=KeyringMarker(secrets, db.path) if secrets is not None else None)
+        self.ledger = Ledger(db, self.clock_ms)
         self.runs = RunStates(db, self.trajectory, self.ledger, self.keys, self.clock_ms)
 
     def close(self) -> None:

@@ -79,14 +79,14 @@ def test_the_real_keystore_holds_the_key() -> None:
     assert SnapshotKeys(KeyStore(use_env=False)).existing() == key
 
 
-def test_sealing_is_refused_when_only_a_session_keyring_exists() -> None:
+def test_a_session_only_keyring_asks_for_a_passphrase_instead_of_a_key() -> None:
     from keyring.backends.fail import Keyring as FailKeyring
 
-    from stockade.governance.sealing import SealError
+    from stockade.governance.sealing import PassphraseRequired
     from stockade.secrets import KeyStore
 
     store = KeyStore(FailKeyring(), use_env=False)
-    with pytest.raises(SealError, match="cannot be parked"):
+    with pytest.raises(PassphraseRequired, match="passphrase"):
         SnapshotKeys(store).for_sealing()
 
 
