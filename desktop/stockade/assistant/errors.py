@@ -6,7 +6,7 @@ import sqlite3
 
 from stockade.governance.pricebook import PriceBookError
 from stockade.governance.runstate import DocumentChanged
-from stockade.governance.sealing import SealError
+from stockade.governance.sealing import PassphraseRequired, SealError
 from stockade.loop.serialize import SnapshotError
 from stockade.store import ConflictError, NotFoundError, StoreError
 from stockade.store.database import as_store_error, database_path
@@ -37,6 +37,7 @@ __all__ = [
     "DocumentChanged",
     "NotFoundError",
     "ParkUnavailable",
+    "PassphraseRequired",
     "PriceBookError",
     "SealError",
     "SnapshotError",

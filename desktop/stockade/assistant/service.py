@@ -502,6 +502,14 @@ class AssistantService:
         result = await self.worker.read_if_present(lambda gov: gov.trajectory.verify_chain())
         return result if result is not None else VerifyResult(ok=True, checked=0)
 
+    async def verify_audit_export(self, lines: Sequence[str]) -> VerifyResult:
+        """Check an exported run against the head sealed into it (`audit verify --export`)."""
+
+        from stockade.governance.services import machine_audit_key
+        from stockade.governance.trajectory import verify_export_lines
+
+        return await self.worker.run(lambda: verify_export_lines(lines, machine_audit_key()))
+
     async def audit_events(self, run_id: str) -> list[TrajectoryEvent]:
         return await self.worker.read_if_present(lambda gov: gov.trajectory.events(run_id)) or []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from stockade.governance.chain import AuditKeys, KeyringMarker
+from stockade.governance.chain import AuditKeys, ChainKey, KeyringMarker
 from stockade.governance.ledger import Ledger
 from stockade.governance.pricebook import PriceBook, load_price_book
 from stockade.governance.runstate import RunStates
@@ -53,3 +53,13 @@ def open_governance(*, secrets: SecretStore | None = None, recover: bool = True,
     if recover:
         gov.runs.recover_interrupted()
     return gov
+
+
+def machine_audit_key(secrets: SecretStore | None = None) -> ChainKey | None:
+    """This machine's audit key (keyring or `STOCKADE_SNAPSHOT_KEY`), without opening the
+    database: checking an exported trail needs no data folder."""
+    if secrets is None:
+        from stockade.secrets import KeyStore
+
+        secrets = KeyStore()
+    return AuditKeys(SnapshotKeys(secrets)).existing()

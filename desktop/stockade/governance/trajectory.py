@@ -430,10 +430,6 @@ class Trajectory:
         body["seal"] = key.mac(text) if key is not None else plain_hash(text)
         return body
 
-    def verify_export(self, lines: Iterable[str]) -> VerifyResult:
-        """Check an exported trail against its own sealing line (see `export_lines`)."""
-        return verify_export_lines(lines, self.existing_key())
-
 
 def _event(r: event_sql.EventRow) -> TrajectoryEvent:
     return TrajectoryEvent(r.seq, r.run_id, r.run_seq, r.kind, r.at_ms, json.loads(r.payload),
