@@ -59,6 +59,9 @@ class Violation(StrEnum):
     DROPPED_TOOL_CALL = "dropped_tool_call"
     """the provider began a tool call whose arguments it could not decode; the call is answered
     with an error result so the model sees what happened."""
+    REFUSED_INPUT = "refused_input"
+    """a tool call broke the bounds every call must keep (non-finite numbers, nesting, size, an
+    over-long id or name); no tool saw it and the model got an error result naming why."""
 
 
 

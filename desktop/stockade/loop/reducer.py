@@ -87,7 +87,7 @@ from stockade.protocol.events import (
     Usage,
 )
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
-from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk
+from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk, refusal_of
 
 TurnInput = StreamEvent | TurnCommand
 
@@ -301,7 +301,10 @@ def _open_call(state: TurnState, call_id: str, name: str, raw: Any) -> TurnState
             call_id, name, "", text, effect, destructive, iteration, CallStatus.FAILED,
             raw_input=raw, result=text, is_error=True,
         )
-        return state.evolve(calls=(*state.calls, record))
+        state = state.evolve(calls=(*state.calls, record))
+        if refusal_of(raw) is not None:
+            return _violation(state, Violation.REFUSED_INPUT, call_id, text)
+        return state
 
     budget = TurnBudget(
         budget.iterations_started,

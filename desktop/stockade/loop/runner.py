@@ -88,7 +88,14 @@ from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk, ToolOutcome
+from stockade.tools.runtime import (
+    ToolContext,
+    ToolFailed,
+    ToolOk,
+    ToolOutcome,
+    call_problem,
+    refused_input,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -648,6 +655,8 @@ class TurnRunner:
                     break
                 if not isinstance(event, (StreamError, Aborted)):
                     produced = True
+                if isinstance(event, ToolCallComplete):
+                    event = _screened(event)
                 known = self._state.calls
                 self._dispatch(event)
                 if isinstance(event, ToolCallComplete) and len(self._state.calls) > len(known):
@@ -761,6 +770,16 @@ class TurnRunner:
         if not await self._record(StepKind.TOOL_RESULT, payload):
             return
         self._dispatch(CallSettled(call.id, final))
+
+
+def _screened(event: ToolCallComplete) -> ToolCallComplete:
+    """A call the model sent that no tool may see (non-finite numbers, nesting past the bound,
+    oversized, an over-long id or name) keeps its id and name but carries a stand-in input, so
+    the model gets an error result naming the problem and the next request stays valid JSON."""
+    problem = call_problem(event.id, event.name, event.input)
+    if problem is None:
+        return event
+    return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
 
 
 def _request_digest(request: ChatRequest) -> str:

@@ -1,0 +1,176 @@
+"""Hostile model output through the real CLI and SDKs: it becomes error results, never crashes,
+never rewrites the analyst's terminal and never writes a secret into the document.
+
+The fake provider server plays the model; the official Anthropic and OpenAI SDKs parse its
+streams exactly as they would a real provider's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import run_cli
+from tests.helpers.cli import CliResult
+from tests.helpers.fake_provider import (
+    FakeProviderServer,
+    Fragments,
+    Reply,
+    anthropic_sse,
+    openai_sse,
+)
+
+MODEL = "claude-sonnet-5"
+OPENAI_MODEL = "gpt-5.6-sol"
+API_KEY = "sk-ant-api03-HostileOutputKey0123456789abcdef"
+OPENAI_KEY = "sk-proj-HostileOutputKey0123456789abcdef"
+
+
+@pytest.fixture
+def env(tmp_path: Path, server: FakeProviderServer) -> dict[str, str]:
+    return {
+        "PYTHON_KEYRING_BACKEND": "tests.helpers.file_keyring.FileKeyring",
+        "STOCKADE_TEST_KEYRING": str(tmp_path / "keyring.json"),
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "OPENAI_BASE_URL": f"{server.url}/v1",
+        "OPENAI_API_KEY": OPENAI_KEY,
+    }
+
+
+def assist(env: dict[str, str], model_file: Path, *extra: str,
+           provider: str = "anthropic") -> CliResult:
+    model = MODEL if provider == "anthropic" else OPENAI_MODEL
+    return run_cli("assist", model_file, "--prompt", "review", "--provider", provider,
+                   "--model", model, *extra, env=env)
+
+
+def tool_results(body: Any) -> list[dict[str, Any]]:
+    """The tool results a request carries (Anthropic or OpenAI shape), as {id, text, error}."""
+    out = []
+    for message in body["messages"]:
+        if message["role"] == "tool":  # OpenAI
+            out.append({"id": message["tool_call_id"], "text": message["content"],
+                        "error": None})
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if block.get("type") == "tool_result":
+                    text = block["content"]
+                    if isinstance(text, list):
+                        text = "".join(part.get("text", "") for part in text)
+                    out.append({"id": block["tool_use_id"], "text": text,
+                                "error": block.get("is_error")})
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise AssertionError(f"{name} in a request body")
+
+
+NEW_THREAT = {"title": "Replay", "category": "Spoofing", "severity": "high",
+              "element": "api-gateway", "description": "Tokens replay."}
+
+
+@pytest.mark.parametrize(("arguments", "problem"), [
+    ('{"action":"add_threat","threat":{"title":"x","category":"Spoofing","severity":"high",'
+     '"element":"api-gateway","description":"d","position":NaN}}', "must be a finite number"),
+    ('{"kind":"elements","id":"web-app","limit":Infinity}', "must be a finite number"),
+    ('{"kind":"elements","id":-Infinity}', "must be a finite number"),
+    ('{"kind":"elements","id":' + "[" * 900 + "]" * 900 + "}", "nests deeper than 64"),
+    ('{"kind":"elements","id":"' + "A" * 100_000 + '"}', "larger than 64 KiB"),
+], ids=["nan", "infinity", "minus-infinity", "900-deep", "oversized"])
+def test_a_hostile_tool_input_is_answered_with_an_error_result_and_the_turn_goes_on(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, arguments: str,
+    problem: str
+) -> None:
+    before = model_file.read_text()
+    name = "add_threat" if "add_threat" in arguments else "get_entity"
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[("toolu_1", name, Fragments((arguments,)))],
+                                model=MODEL)),
+        Reply.sse(anthropic_sse(text="Understood.", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--json", "--write")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["outcome"] == "completed" and summary["text"] == "Understood."
+    assert [c["status"] for c in summary["calls"]] == ["failed"]
+    assert summary["violations"] == [{"kind": "refused_input", "call_id": "toolu_1"}]
+    assert len(server.requests) == 2  # the model was told, and answered
+    (answer,) = tool_results(server.requests[1].body)
+    assert answer["id"] == "toolu_1" and answer["error"] is True and problem in answer["text"]
+    assert "internal error" not in result.stderr and model_file.read_text() == before
+
+
+def test_arguments_nested_past_the_parsers_stack_are_a_damaged_call_not_a_failed_turn(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    deep = '{"kind":"elements","id":' + "[" * 5000 + "]" * 5000 + "}"
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[("toolu_1", "get_entity", Fragments((deep,)))],
+                                model=MODEL)),
+        Reply.sse(anthropic_sse(text="Retrying later.", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["outcome"] == "completed"
+    assert {"kind": "dropped_tool_call", "call_id": "toolu_1"} in summary["violations"]
+    (answer,) = tool_results(server.requests[1].body)
+    assert answer["error"] is True and "damaged" in answer["text"]
+
+
+def test_an_over_long_call_id_is_refused_and_never_parks(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    call_id = "toolu_" + "a" * 300
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[(call_id, "add_threat", {
+            "action": "add_threat", "threat": NEW_THREAT})], model=MODEL)),
+        Reply.sse(anthropic_sse(text="ok", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--json")
+    assert result.returncode == 0, result.stderr  # not parked (3), not an internal error (1)
+    summary = json.loads(result.stdout)
+    assert summary["outcome"] == "completed"
+    assert [c["status"] for c in summary["calls"]] == ["failed"]
+    assert summary["violations"][0]["kind"] == "refused_input"
+    (answer,) = tool_results(server.requests[1].body)
+    assert "longer than 128" in answer["text"]
+    listed = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
+    assert [r["status"] for r in listed] == ["finished"]
+    assert run_cli("audit", "verify", env=env).returncode == 0
+
+
+def test_non_finite_arguments_through_the_openai_sdk_are_refused_too(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    server.script([
+        Reply.sse(openai_sse(tool_calls=[("call_1", "get_entity", Fragments(
+            ('{"kind":"elements","id":NaN}',)))], model=OPENAI_MODEL)),
+        Reply.sse(openai_sse(text="Noted.", model=OPENAI_MODEL)),
+    ])
+    result = assist(env, model_file, "--json", provider="openai")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["outcome"] == "completed" and summary["calls"][0]["status"] == "failed"
+    (answer,) = tool_results(server.requests[1].body)
+    assert "must be a finite number" in answer["text"]
+    # The next request is strict JSON: the model's NaN was not replayed to the provider.
+    json.loads(server.requests[1].raw_body, parse_constant=_refuse_constant)
+
+
+def test_a_document_with_non_finite_positions_is_refused_before_any_request(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    model_file.write_text(model_file.read_text().replace("x: 100.0", "x: .nan", 1))
+    validated = run_cli("validate", model_file, "--json", env=env)
+    assert validated.returncode == 1 and "invalid_field" in validated.stdout
+    result = assist(env, model_file)
+    assert result.returncode == 1 and "internal error" not in result.stderr
+    assert server.requests == []
