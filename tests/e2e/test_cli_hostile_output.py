@@ -174,3 +174,56 @@ def test_a_document_with_non_finite_positions_is_refused_before_any_request(
     result = assist(env, model_file)
     assert result.returncode == 1 and "internal error" not in result.stderr
     assert server.requests == []
+
+
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\r")
+
+
+def _terminal_safe(text: str) -> bool:
+    return not any(c in text for c in RAW_CONTROLS)
+
+
+def test_terminal_controls_from_the_model_are_escaped_in_every_cli_output(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    hostile_text = ("Done.\x1b]0;owned title\x07 \x1b[8mhidden\x1b[0m \x9b2J \u202eevil\r"
+                    "\x1b]8;;https://attacker.example/\x07click\x1b]8;;\x07")
+    call_id = "toolu_\x1b]0;x\x07"
+    threat = {**NEW_THREAT, "title": "Replay\x1b[31m red \u202e"}
+    server.script([Reply.sse(anthropic_sse(text=hostile_text, tool_calls=[
+        ("toolu_u", "get_document_summary\x1b[2J", {}),
+        (call_id, "add_threat", {"action": "add_threat", "threat": threat}),
+    ], model=MODEL))])
+    human = assist(env, model_file)
+    assert human.returncode == 3, human.stderr
+    assert _terminal_safe(human.stdout) and _terminal_safe(human.stderr)
+    assert "get_document_summary\\x1b[2J" in human.stdout
+
+    listed = run_cli("runs", "list", env=env)
+    assert listed.returncode == 0 and _terminal_safe(listed.stdout)
+    assert "toolu_\\x1b]0;x\\x07" in listed.stdout
+    run_id = json.loads(run_cli("runs", "list", "--json", env=env).stdout)[0]["run_id"]
+    shown = run_cli("runs", "show", run_id, env=env)
+    assert shown.returncode == 0 and _terminal_safe(shown.stdout)
+    assert "Replay\\x1b[31m red \\u202e" in shown.stdout
+
+    # --json stays exact JSON: the same strings come back, escaped only as JSON escapes them.
+    as_json = run_cli("runs", "show", run_id, "--json", env=env)
+    assert _terminal_safe(as_json.stdout)
+    pending = json.loads(as_json.stdout)["pending"]
+    assert pending[0]["call_id"] == call_id
+    assert pending[0]["input"]["threat"]["title"] == threat["title"]
+    server.script([Reply.sse(anthropic_sse(text=hostile_text, model=MODEL))])
+    denied = run_cli("runs", "deny", run_id, call_id, "--actor", "ana", env=env)
+    assert denied.returncode == 0 and _terminal_safe(denied.stdout)
+    resumed = run_cli("runs", "resume", run_id, env=env)
+    assert resumed.returncode == 0 and _terminal_safe(resumed.stdout)
+    assert "\\x1b]0;owned title\\x07" in resumed.stdout and "\\u202eevil\\x0d" in resumed.stdout
+
+    server.script([Reply.sse(anthropic_sse(text=hostile_text, model=MODEL))])
+    completed = assist(env, model_file, "--json")
+    assert completed.returncode == 0 and _terminal_safe(completed.stdout)
+    assert json.loads(completed.stdout)["text"] == hostile_text
+    exported = run_cli("audit", "export", run_id, env=env)
+    assert exported.returncode == 0 and _terminal_safe(exported.stdout)
+    assert all(json.loads(line) for line in exported.stdout.splitlines())
