@@ -227,3 +227,95 @@ def test_terminal_controls_from_the_model_are_escaped_in_every_cli_output(
     exported = run_cli("audit", "export", run_id, env=env)
     assert exported.returncode == 0 and _terminal_safe(exported.stdout)
     assert all(json.loads(line) for line in exported.stdout.splitlines())
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+BEARER = "Bearer abcdefghijklmnopqrstuv"
+
+
+def _with_secret_description(model_file: Path) -> None:
+    text = model_file.read_text()
+    model_file.write_text(text.replace(
+        "  description: React frontend served via CDN\n",
+        "  description: |-\n    Rotation notes:\n    " + AWS_KEY + "\n    " + BEARER + "\n", 1))
+
+
+def test_a_provider_key_the_model_echoes_into_a_tool_input_never_reaches_the_document(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    plain_key = "Xq7plainProviderKey"  # no known key shape: only an exact match finds it
+    threat = {**NEW_THREAT, "description": f"The gateway accepts {plain_key} as a key."}
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[("toolu_1", "add_threat", {
+            "action": "add_threat", "threat": threat})], model=MODEL)),
+        Reply.sse(anthropic_sse(text="Added.", model=MODEL)),
+    ])
+    result = assist({**env, "ANTHROPIC_API_KEY": plain_key}, model_file, "--approve", "mutate",
+                    "--write", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["calls"][0]["status"] == "succeeded"
+    saved = model_file.read_text()
+    assert plain_key not in saved and "[redacted-secret]" in saved
+    assert plain_key not in server.requests[1].raw_body.decode()  # nor replayed to the model
+
+
+def test_with_the_block_policy_a_secret_in_a_tool_input_is_refused_naming_the_field(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    (stockade_home / "settings.json").write_text(json.dumps({"guard_policy": "block"}))
+    before = model_file.read_text()
+    threat = {**NEW_THREAT, "description": f"Leaked key {AWS_KEY} in the logs."}
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[("toolu_1", "add_threat", {
+            "action": "add_threat", "threat": threat})], model=MODEL)),
+        Reply.sse(anthropic_sse(text="Understood.", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--approve", "mutate", "--write", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["calls"][0]["status"] == "failed"
+    (answer,) = tool_results(server.requests[1].body)
+    assert answer["error"] is True and "threat.description" in answer["text"]
+    assert "secret-shaped" in answer["text"] and AWS_KEY not in answer["text"]
+    assert model_file.read_text() == before
+
+
+def test_secrets_at_the_start_of_a_line_in_a_multi_line_field_are_redacted_before_sending(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    _with_secret_description(model_file)
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[("toolu_1", "get_entity", {
+            "kind": "elements", "id": "web-app"})], model=MODEL)),
+        Reply.sse(anthropic_sse(text="Seen.", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--json")
+    assert result.returncode == 0, result.stderr
+    (answer,) = tool_results(server.requests[1].body)
+    assert "Rotation notes" in answer["text"] and "[redacted-secret]" in answer["text"]
+    for request in server.requests:
+        body = request.raw_body.decode()
+        assert AWS_KEY not in body and "abcdefghijklmnopqrstuv" not in body
+
+
+def test_search_counts_cannot_confirm_a_guessed_secret(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    _with_secret_description(model_file)
+    right, wrong = AWS_KEY.lower(), AWS_KEY.lower()[:-1] + "f"
+    server.script([
+        Reply.sse(anthropic_sse(tool_calls=[
+            ("toolu_a", "search_entities", {"kind": "elements", "text": right}),
+            ("toolu_b", "search_entities", {"kind": "elements", "text": wrong}),
+            ("toolu_c", "search_entities", {"kind": "elements", "text": "rotation notes"}),
+        ], model=MODEL)),
+        Reply.sse(anthropic_sse(text="Nothing found.", model=MODEL)),
+    ])
+    result = assist(env, model_file, "--json")
+    assert result.returncode == 0, result.stderr
+    totals = {}
+    for answer in tool_results(server.requests[1].body):
+        body = json.loads(answer["text"].splitlines()[1])
+        totals[answer["id"]] = body["page"]["total"]
+    assert totals == {"toolu_a": 0, "toolu_b": 0, "toolu_c": 1}

@@ -29,7 +29,7 @@ from stockade.assistant.parked import ParkedRun
 from stockade.assistant.records import CallDecision, ParkedCall, RunDetails, RunInfo
 from stockade.assistant.review import preview_calls
 from stockade.assistant.turn import Turn
-from stockade.governance.guards import SecretGuard
+from stockade.governance.guards import SecretGuard, held_provider_keys
 from stockade.governance.hooks import GovernedHooks
 from stockade.governance.runstate import (
     DecisionRefused,
@@ -194,7 +194,7 @@ class AssistantService:
         price = await self.worker.call(
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
         run_id = _new_run_id()
-        guard = SecretGuard(config.guard_policy)
+        guard = SecretGuard(config.guard_policy, await self.worker.run(held_provider_keys))
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
                               model=config.model, price=price, budgets=config.budgets,
                               guard=guard)
@@ -202,7 +202,7 @@ class AssistantService:
             self.provider_factory(config, document_session), registry, document_session,
             hooks=hooks, limits=config.limits, model=config.model,
             provider_name=config.provider.value, system_prompt=_system_prompt(registry),
-            on_state=on_state, clock_ms=self._clock_ms)
+            on_state=on_state, clock_ms=self._clock_ms, input_screen=guard.screen_tool_input)
         document = document_session.document
         start_digest = document_digest(document)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
@@ -454,7 +454,7 @@ class AssistantService:
             guard_policy=parked.guard_policy, approve=parked.approve, actor=actor_for(settings))
         price = await self.worker.call(
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
-        guard = SecretGuard(config.guard_policy)
+        guard = SecretGuard(config.guard_policy, await self.worker.run(held_provider_keys))
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
                               model=config.model, price=price, budgets=config.budgets,
                               guard=guard, prerecorded_decisions=[d.call_id for d in
@@ -475,7 +475,7 @@ class AssistantService:
             parked.state, provider, document_session, waiting_since_ms=parked.waiting_since_ms,
             undo_entry=undo_entry, hooks=hooks, model=config.model,
             provider_name=config.provider.value, system_prompt=_system_prompt(registry),
-            on_state=on_state, clock_ms=clock)
+            on_state=on_state, clock_ms=clock, input_screen=guard.screen_tool_input)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=path, base_count=parked.base_count,
                     document_before_turn=parked.document_before_turn,

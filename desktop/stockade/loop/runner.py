@@ -94,6 +94,7 @@ from stockade.tools.runtime import (
     ToolOk,
     ToolOutcome,
     call_problem,
+    refusal_of,
     refused_input,
 )
 
@@ -117,6 +118,8 @@ class StreamingProvider(Protocol):
 
 SystemPrompt = str | Callable[[ThreatModel], str]
 RequestCheck = Callable[[ChatRequest], None]
+InputScreen = Callable[[str, Any], Any]
+"""(tool name, raw input) -> the input a tool may see (governance's secret screen)."""
 
 
 def _default_request_check(request: ChatRequest) -> None:
@@ -158,8 +161,10 @@ class TurnRunner:
         undo_label: str = "Assistant changes",
         retry_policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        input_screen: InputScreen | None = None,
     ) -> None:
         self._provider = provider
+        self._input_screen = input_screen
         self._tool_set = ToolSet.from_registry(registry)
         self._session = session
         self._hooks: TurnHooks = hooks if hooks is not None else NoHooks()
@@ -656,7 +661,7 @@ class TurnRunner:
                 if not isinstance(event, (StreamError, Aborted)):
                     produced = True
                 if isinstance(event, ToolCallComplete):
-                    event = _screened(event)
+                    event = self._screen(event)
                 known = self._state.calls
                 self._dispatch(event)
                 if isinstance(event, ToolCallComplete) and len(self._state.calls) > len(known):
@@ -674,6 +679,15 @@ class TurnRunner:
                     await close()
                 except Exception:
                     logger.debug("closing a provider stream failed", exc_info=True)
+
+    def _screen(self, event: ToolCallComplete) -> ToolCallComplete:
+        event = _screened(event)
+        if self._input_screen is None or refusal_of(event.input) is not None:
+            return event
+        screened = self._input_screen(event.name, event.input)
+        if screened is event.input:
+            return event
+        return ToolCallComplete(id=event.id, name=event.name, input=screened)
 
     async def _record_proposal(self, call: CallRecord) -> None:
         payload = {

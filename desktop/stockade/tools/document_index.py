@@ -28,6 +28,7 @@ from itertools import compress, count, repeat
 from operator import attrgetter, contains, eq, or_
 from typing import Any
 
+from stockade.protocol.secret_scan import redacted
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
 CACHED_SECTIONS = 4 * len(SECTION_NAMES)
@@ -61,6 +62,11 @@ _ID = attrgetter("id")
 
 def haystack(kind: str, entity: Any) -> str:
     """The lower-cased text the `text` filter searches, one field per line."""
+    return raw_haystack(kind, entity).lower()
+
+
+def raw_haystack(kind: str, entity: Any) -> str:
+    """The text the `text` filter searches, one field per line, as written."""
     parts = [p for p in _TEXT_FIELDS[kind](entity) if p is not None]
     if kind == "elements":
         for values in _ELEMENT_LISTS(entity):
@@ -70,13 +76,13 @@ def haystack(kind: str, entity: Any) -> str:
         parts += entity.data
     elif kind == "threats" and entity.mitigation is not None:
         parts.append(entity.mitigation.description)
-    return "\n".join(parts).lower()
+    return "\n".join(parts)
 
 
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built on first use."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "kind", "length", "section")
+    __slots__ = ("_columns", "_haystacks", "_positions", "_shown", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -85,6 +91,7 @@ class SectionIndex:
         self._columns: dict[str, list[Any]] = {}
         self._positions: dict[str, int] | None = None
         self._haystacks: list[str] | None = None
+        self._shown: dict[int, str] = {}
 
     def column(self, field: str) -> list[Any]:
         """`field` of every entity, by position."""
@@ -141,6 +148,16 @@ class SectionIndex:
             kind = self.kind
             self._haystacks = [haystack(kind, entity) for entity in self.section]
         return self._haystacks
+
+    def shown_haystack(self, position: int) -> str:
+        """The haystack at `position` as the model is shown it: secret-shaped strings replaced
+        (before lower-casing, since the patterns are case-sensitive). Made on demand, for the
+        entities a raw haystack already matched, and kept."""
+        shown = self._shown.get(position)
+        if shown is None:
+            shown = redacted(raw_haystack(self.kind, self.section[position])).lower()
+            self._shown[position] = shown
+        return shown
 
 
 _lock = threading.Lock()
