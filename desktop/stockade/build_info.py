@@ -9,14 +9,21 @@ BUILD_INFO_FILE = "BUILD_INFO"
 """Written into a packaged build's resources by `packaging/build`; absent in a source tree."""
 
 
+def build_stamp() -> dict[str, str] | None:
+    """The packaged build's stamp (`version`, `built`, `commit`, `platform`, `python`), or None
+    when Stockade runs from a source tree."""
+    try:
+        text = (resources_dir() / BUILD_INFO_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 def version_line() -> str:
     """`stockade <version> (built …, commit …)` for a packaged build, else a source-run note."""
-    stamp = resources_dir() / BUILD_INFO_FILE
-    try:
-        text = stamp.read_text(encoding="utf-8")
-    except OSError:
+    fields = build_stamp()
+    if fields is None:
         return f"stockade {__version__} (run from source, not a packaged build)"
-    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
     return (
         f"stockade {fields.get('version', __version__)} "
         f"(built {fields.get('built', '?')}, commit {fields.get('commit', '?')}, "

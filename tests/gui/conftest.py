@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from stockade.thf.model import ThreatModel
 from stockade.ui.app import create_main_window
-from stockade.ui.common.prompts import Prompts, UnsavedChoice
+from stockade.ui.common.prompts import Prompts, UnappliedChoice, UnsavedChoice
 
 T = TypeVar("T")
 
@@ -48,6 +48,10 @@ class ScriptedPrompts(Prompts):
         self.save_paths: list[str | None] = []
         self.unsaved_answers: list[UnsavedChoice] = []
         self.unsaved_questions: list[str] = []
+        self.cascade_answers: list[bool] = []
+        self.cascade_questions: list[tuple[str, list[str]]] = []
+        self.unapplied_answers: list[UnappliedChoice] = []
+        self.unapplied_questions: list[str] = []
 
     async def choose_open_path(self, directory: str = "") -> str | None:
         return self.open_paths.pop(0) if self.open_paths else None
@@ -61,6 +65,14 @@ class ScriptedPrompts(Prompts):
     async def ask_unsaved_changes(self, name: str) -> UnsavedChoice:
         self.unsaved_questions.append(name)
         return self.unsaved_answers.pop(0) if self.unsaved_answers else UnsavedChoice.CANCEL
+
+    async def confirm_cascade(self, question: str, removals: list[str]) -> bool:
+        self.cascade_questions.append((question, removals))
+        return self.cascade_answers.pop(0) if self.cascade_answers else False
+
+    async def ask_unapplied_edits(self, name: str) -> UnappliedChoice:
+        self.unapplied_questions.append(name)
+        return self.unapplied_answers.pop(0) if self.unapplied_answers else UnappliedChoice.CANCEL
 
     def show_error(self, title: str, text: str) -> None:
         self.errors.append((title, text))

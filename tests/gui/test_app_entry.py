@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QObject, QUrl, Slot
+from PySide6.QtGui import QDesktopServices, QImage
 
 from stockade.ui.common import crash_handler
+from stockade.ui.common.crash_dialog import CrashDialog
 from tests.conftest import THF_FIXTURES, LogGuard
 from tests.gui.conftest import WindowDriver
 
@@ -47,28 +49,69 @@ def test_screenshot_of_an_invalid_file_fails_in_plain_words(tmp_path: Path) -> N
     assert not out.exists()
 
 
-def test_unexpected_exception_is_logged_with_traceback_and_shown_in_one_line(
+class _UrlRecorder(QObject):
+    """Stands in for the desktop's file manager: records the URLs it is asked to open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[QUrl] = []
+
+    @Slot(QUrl)
+    def open(self, url: QUrl) -> None:
+        self.urls.append(url)
+
+
+def test_unexpected_exception_is_logged_and_the_crash_dialog_opens_the_log_folder(
     driver: WindowDriver, log_guard: LogGuard, stockade_home: Path
 ) -> None:
     log_guard.expect("unexpected RuntimeError")
     log_file = crash_handler.install_log_file()
     assert log_file.parent == stockade_home / "logs"
     try:
-        _raise_in_a_task(driver)
+        dialog = _raise_in_a_task(driver)
     finally:
         crash_handler.remove_log_file()
     assert "RuntimeError: boom inside a slot" in log_file.read_text(encoding="utf-8")
 
+    recorder = _UrlRecorder()
+    QDesktopServices.setUrlHandler("file", recorder, "open")
+    try:
+        dialog.open_folder_button.click()
+    finally:
+        QDesktopServices.unsetUrlHandler("file")
+    assert [url.toLocalFile() for url in recorder.urls] == [str(stockade_home / "logs")]
+    driver.qtbot.waitUntil(lambda: not dialog.isVisible())
 
-def _raise_in_a_task(driver: WindowDriver) -> None:
+
+def test_a_second_failure_keeps_the_one_crash_dialog_already_up(
+    driver: WindowDriver, log_guard: LogGuard
+) -> None:
+    log_guard.expect("unexpected RuntimeError")
+    first = _raise_in_a_task(driver)
+    second = _raise_in_a_task(driver)
+    assert second is first
+    assert len(driver.window.findChildren(CrashDialog)) == 1
+    first.close()
+
+
+def _raise_in_a_task(driver: WindowDriver) -> CrashDialog:
 
     async def broken() -> None:
         raise RuntimeError("boom inside a slot")
 
     task = driver.window.spawn(broken())
     driver.qtbot.waitUntil(task.done)
-    driver.qtbot.waitUntil(lambda: driver.prompts.errors != [])
-    title, message = driver.prompts.errors[-1]
-    assert message == crash_handler.UNEXPECTED_MESSAGE
-    assert title == "Unexpected problem"
-    assert "\n" not in message and "boom" not in message
+    dialogs: list[CrashDialog] = []
+
+    def crash_dialog_shown() -> bool:
+        dialogs[:] = [d for d in driver.window.findChildren(CrashDialog) if d.isVisible()]
+        return bool(dialogs)
+
+    driver.qtbot.waitUntil(crash_dialog_shown)
+    dialog = dialogs[0]
+    assert dialog.windowTitle() == "Unexpected problem"
+    assert dialog.text() == crash_handler.UNEXPECTED_MESSAGE
+    assert "\n" not in dialog.text() and "boom" not in dialog.text()
+    assert "boom" not in dialog.informativeText() and "Traceback" not in dialog.informativeText()
+    assert dialog.open_folder_button.text() == "Open log folder"
+    return dialog

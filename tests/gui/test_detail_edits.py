@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+from PySide6.QtWidgets import QComboBox, QLineEdit, QPlainTextEdit
+
 from stockade.thf.model import MitigationStatus, Severity, Threat
 from stockade.tools import actions
 from tests.conftest import THF_FIXTURES
@@ -10,6 +14,18 @@ from tests.gui.conftest import WindowDriver
 
 def _threat(driver: WindowDriver, threat_id: str) -> Threat:
     return next(t for t in driver.document.threats if t.id == threat_id)
+
+
+def _combo(driver: WindowDriver, key: str) -> QComboBox:
+    return cast(QComboBox, driver.window.detail_pane.input(key))
+
+
+def _line(driver: WindowDriver, key: str) -> QLineEdit:
+    return cast(QLineEdit, driver.window.detail_pane.input(key))
+
+
+def _text(driver: WindowDriver, key: str) -> QPlainTextEdit:
+    return cast(QPlainTextEdit, driver.window.detail_pane.input(key))
 
 
 def _select_in_tree(driver: WindowDriver, section: str, entity_id: str) -> None:
@@ -26,9 +42,9 @@ def test_status_edit_changes_the_document_and_undo_restores_it_and_redo_reapplie
     original = driver.document
     _select_in_tree(driver, "threats", "threat-2")
     detail = driver.window.detail_pane
-    assert detail.status_combo.currentData() == MitigationStatus.IN_PROGRESS.value
+    assert _combo(driver, "mitigation_status").currentData() == MitigationStatus.IN_PROGRESS.value
 
-    detail.status_combo.setCurrentIndex(detail.status_combo.findData("mitigated"))
+    _combo(driver, "mitigation_status").setCurrentIndex(_combo(driver, "mitigation_status").findData("mitigated"))
     assert detail.apply_button.isEnabled()
     detail.apply_button.click()
 
@@ -43,12 +59,12 @@ def test_status_edit_changes_the_document_and_undo_restores_it_and_redo_reapplie
     driver.window.undo_action.trigger()
     assert driver.document is original
     assert not driver.window.open_document.is_dirty
-    assert detail.status_combo.currentData() == "in_progress"
+    assert _combo(driver, "mitigation_status").currentData() == "in_progress"
     assert driver.window.redo_action.isEnabled()
 
     driver.window.redo_action.trigger()
     assert driver.document is edited
-    assert detail.status_combo.currentData() == "mitigated"
+    assert _combo(driver, "mitigation_status").currentData() == "mitigated"
 
 
 def test_severity_and_mitigation_text_are_one_undo_step(driver: WindowDriver) -> None:
@@ -56,9 +72,9 @@ def test_severity_and_mitigation_text_are_one_undo_step(driver: WindowDriver) ->
     original = driver.document
     _select_in_tree(driver, "threats", "threat-3")  # no mitigation yet
     detail = driver.window.detail_pane
-    detail.severity_combo.setCurrentIndex(detail.severity_combo.findData("medium"))
-    detail.status_combo.setCurrentIndex(detail.status_combo.findData("in_progress"))
-    detail.mitigation_edit.setPlainText("Require a second factor for the console.")
+    _combo(driver, "severity").setCurrentIndex(_combo(driver, "severity").findData("medium"))
+    _combo(driver, "mitigation_status").setCurrentIndex(_combo(driver, "mitigation_status").findData("in_progress"))
+    _text(driver, "mitigation_text").setPlainText("Require a second factor for the console.")
     assert detail.apply_changes()
 
     threat = _threat(driver, "threat-3")
@@ -73,8 +89,8 @@ def test_renaming_an_element_updates_tree_and_keeps_the_selection(driver: Window
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     _select_in_tree(driver, "elements", "web-app")
     detail = driver.window.detail_pane
-    detail.name_edit.setText("Customer Portal")
-    detail.description_edit.setPlainText("Serves the storefront.")
+    _line(driver, "name").setText("Customer Portal")
+    _text(driver, "description").setPlainText("Serves the storefront.")
     assert detail.apply_changes()
 
     element = next(e for e in driver.document.elements if e.id == "web-app")
@@ -91,13 +107,15 @@ def test_invalid_edit_shows_the_action_error_and_changes_nothing(driver: WindowD
     original = driver.document
     _select_in_tree(driver, "threats", "threat-1")
     detail = driver.window.detail_pane
-    detail.name_edit.setText("")  # a threat title is required
+    _line(driver, "title").setText("")  # a threat title is required
     assert not detail.apply_changes()
 
     assert driver.document is original
     assert not driver.window.open_document.is_dirty
     assert detail.error_label.isVisible()
-    assert "title" in detail.error_label.text()
+    assert detail.form is not None
+    errors = detail.form.shown_errors()
+    assert list(errors) == ["title"] and "title" in errors["title"]
     assert not driver.window.undo_action.isEnabled()
 
 
@@ -105,9 +123,10 @@ def test_mitigation_text_without_a_status_is_refused(driver: WindowDriver) -> No
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     _select_in_tree(driver, "threats", "threat-3")
     detail = driver.window.detail_pane
-    detail.mitigation_edit.setPlainText("Something")
+    _text(driver, "mitigation_text").setPlainText("Something")
     assert not detail.apply_changes()
-    assert "status" in detail.error_label.text()
+    assert detail.form is not None
+    assert "status" in detail.form.shown_errors()["mitigation_status"]
 
 
 def test_detail_lists_every_field_including_unknown_ones(driver: WindowDriver) -> None:
@@ -128,7 +147,7 @@ def test_undoing_an_edit_of_a_filtered_view_keeps_the_filter(driver: WindowDrive
     assert pane.model.section_count("threats") == (1, 3)
     _select_in_tree(driver, "threats", "threat-3")
     detail = driver.window.detail_pane
-    detail.severity_combo.setCurrentIndex(detail.severity_combo.findData("low"))
+    _combo(driver, "severity").setCurrentIndex(_combo(driver, "severity").findData("low"))
     assert detail.apply_changes()
     assert pane.model.section_count("threats") == (0, 3)
     driver.window.open_document.undo()

@@ -4,56 +4,65 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 
-from stockade.ui.document.diagram_view import (
-    BoundaryItem,
-    ElementItem,
-    FlowItem,
-    RelationshipItem,
-    ShapeRole,
-    element_look,
-    layout_document,
-)
+from stockade.tools import actions
+from stockade.ui.document.diagram_scene import ShapeRole, element_look
 from stockade.ui.main_window import AppTab
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 
 
+def _click(driver: WindowDriver, section: str, entity_id: str) -> None:
+    view = driver.window.diagram_view
+    rect = view.entity_rect(section, entity_id)
+    assert rect is not None
+    center = view.mapFromScene(rect.center())
+    driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(center))
+
+
 def test_diagram_draws_every_element_flow_and_boundary(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     view = driver.window.diagram_view
-    view.ensure_built()
+    scene = view.geometry_scene
+    assert scene is not None
     document = driver.document
-    for element in document.elements:
-        assert isinstance(view.item_for("elements", element.id), ElementItem)
-    for flow in document.data_flows:
-        assert isinstance(view.item_for("data_flows", flow.id), FlowItem)
-    for boundary in document.trust_boundaries:
-        assert isinstance(view.item_for("trust_boundaries", boundary.id), BoundaryItem)
-    web_app = view.item_for("elements", "web-app")
-    assert isinstance(web_app, ElementItem) and web_app.badge is not None
+    for section in ("elements", "data_flows", "trust_boundaries"):
+        for entity in getattr(document, section):
+            assert view.entity_rect(section, entity.id) is not None, entity.id
+    web_app = scene.elements[scene.element_index["web-app"]]
+    assert web_app.badge is not None
     assert web_app.badge.count == sum(1 for t in document.threats if t.element == "web-app")
+    assert view.item_count == (len(document.elements) + len(document.data_flows)
+                               + len(document.trust_boundaries) + len(document.relationships))
 
 
-def test_elements_without_positions_get_grid_slots(driver: WindowDriver) -> None:
+def test_flows_with_threats_carry_a_badge(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    targeted = next(t for t in driver.document.threats if t.flow is not None)
+    scene = driver.window.diagram_view.geometry_scene
+    assert scene is not None
+    flow = scene.flows[scene.flow_index[("data_flows", targeted.flow)]]
+    assert flow.badge is not None and flow.badge.count >= 1
+
+
+def test_elements_without_positions_are_placed(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-minimal.thf")
-    layout = layout_document(driver.document)
-    assert layout.unpositioned == len(driver.document.elements)
-    assert set(layout.elements) == {e.id for e in driver.document.elements}
+    assert all(e.position is None for e in driver.document.elements)
+    view = driver.window.diagram_view
+    rects = [view.entity_rect("elements", e.id) for e in driver.document.elements]
+    assert all(r is not None for r in rects)
+    assert len({(r.x(), r.y()) for r in rects if r is not None}) == len(rects)
 
 
 def test_clicking_an_element_in_the_diagram_selects_it_in_the_tree(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     driver.window.show_tab(AppTab.DIAGRAM)
-    view = driver.window.diagram_view
-    item = view.item_for("elements", "payment-db")
-    assert item is not None
-    center = view.mapFromScene(item.sceneBoundingRect().center())
-    driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(center))
+    _click(driver, "elements", "payment-db")
 
     assert driver.window.tree_pane.selected_key == ("elements", "payment-db")
     tree = driver.window.tree_pane
     assert tree.model.key_for_index(tree.view.currentIndex()) == ("elements", "payment-db")
     assert driver.window.detail_pane.shown == ("elements", "payment-db")
+    assert driver.window.diagram_view.selected_key() == ("elements", "payment-db")
 
 
 def test_selecting_in_the_tree_selects_in_the_diagram(driver: WindowDriver) -> None:
@@ -70,6 +79,16 @@ def test_selecting_in_the_tree_selects_in_the_diagram(driver: WindowDriver) -> N
     assert view.selected_key() is None
 
 
+def test_hovering_shows_the_full_name_and_threats(driver: WindowDriver) -> None:
+    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
+    view = driver.window.diagram_view
+    rect = view.entity_rect("elements", "web-app")
+    assert rect is not None
+    text = view.hover_text_at(rect.center())
+    name = next(e.name for e in driver.document.elements if e.id == "web-app")
+    assert text.startswith(name) and "threat" in text
+
+
 def test_zoom_actions_and_fit_change_the_scale(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     driver.window.show_tab(AppTab.DIAGRAM)
@@ -84,18 +103,21 @@ def test_zoom_actions_and_fit_change_the_scale(driver: WindowDriver) -> None:
 def test_diagram_follows_undo(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     driver.window.show_tab(AppTab.DIAGRAM)
-    from stockade.tools import actions
+    view = driver.window.diagram_view
 
+    def badge_count() -> int:
+        scene = view.geometry_scene
+        assert scene is not None
+        badge = scene.elements[scene.element_index["web-app"]].badge
+        return badge.count if badge else 0
+
+    before = badge_count()
     result = actions.delete_threat(driver.document, "threat-3")
     assert isinstance(result, actions.ActionResult)
     driver.window.open_document.apply_edit(result.document, result.result)
-    item = driver.window.diagram_view.item_for("elements", "web-app")
-    assert isinstance(item, ElementItem)
-    after_delete = item.badge.count if item.badge else 0
+    assert badge_count() == before - 1
     driver.window.open_document.undo()
-    item = driver.window.diagram_view.item_for("elements", "web-app")
-    assert isinstance(item, ElementItem) and item.badge is not None
-    assert item.badge.count == after_delete + 1
+    assert badge_count() == before
 
 
 def test_element_shapes_follow_the_catalog_stride_role() -> None:
@@ -110,67 +132,41 @@ def test_tree_selection_while_the_diagram_is_hidden_does_not_draw_it(driver: Win
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     view = driver.window.diagram_view
     assert not view.isVisible() and not view.is_drawn
+    builds = view.builds
     tree = driver.window.tree_pane
     tree.view.setCurrentIndex(tree.model.index_for_entity("elements", "stripe-api"))
-    assert not view.is_drawn
+    assert not view.is_drawn and view.builds == builds
     driver.window.show_tab(AppTab.DIAGRAM)
     driver.qtbot.waitUntil(lambda: view.is_drawn, timeout=10_000)
     assert view.selected_key() == ("elements", "stripe-api")
-    item = view.item_for("elements", "stripe-api")
-    assert item is not None and item.isSelected()
 
 
-def test_an_edit_redraws_only_the_items_it_touched(driver: WindowDriver) -> None:
+def test_an_undone_add_removes_it_from_the_diagram(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
     driver.window.show_tab(AppTab.DIAGRAM)
     view = driver.window.diagram_view
     driver.qtbot.waitUntil(lambda: view.is_drawn)
-    untouched = view.item_for("elements", "stripe-api")
-    view.items_created = 0
-    from stockade.tools import actions
-
-    result = actions.update_element(
-        driver.document, "payment-db", actions.ElementUpdates(name="Card Vault")
-    )
-    assert isinstance(result, actions.ActionResult)
-    driver.window.open_document.apply_edit(result.document, result.result)
-
-    assert view.items_created == 1
-    assert view.item_for("elements", "stripe-api") is untouched
-    renamed = view.item_for("elements", "payment-db")
-    assert isinstance(renamed, ElementItem) and renamed.name == "Card Vault"
-    assert len(view.scene().items()) == view.item_count
-
-
-def test_an_undone_add_removes_its_item(driver: WindowDriver) -> None:
-    assert driver.open(THF_FIXTURES / "v1.0-canonical-full.thf")
-    driver.window.show_tab(AppTab.DIAGRAM)
-    view = driver.window.diagram_view
-    driver.qtbot.waitUntil(lambda: view.is_drawn)
-    from stockade.tools import actions
-
-    result = actions.add_element(
-        driver.document, actions.NewElement(type="cache", name="Token Cache")
-    )
+    result = actions.add_element(driver.document, actions.NewElement(type="cache", name="Token Cache"))
     assert isinstance(result, actions.ActionResult) and result.new_id is not None
     driver.window.open_document.apply_edit(result.document, result.result)
-    assert view.item_for("elements", result.new_id) is not None
+    assert view.entity_rect("elements", result.new_id) is not None
     driver.window.open_document.undo()
-    assert view.item_for("elements", result.new_id) is None
-    assert len(view.scene().items()) == view.item_count
+    assert view.entity_rect("elements", result.new_id) is None
 
 
-def test_relationships_are_drawn_as_dashed_edges_and_select_in_the_tree(
-    driver: WindowDriver,
-) -> None:
+def test_relationships_are_drawn_dashed_and_select_in_the_tree(driver: WindowDriver) -> None:
     assert driver.open(THF_FIXTURES / "architecture-canonical-full.thf")
-    document = driver.document
-    assert document.relationships
-    view = driver.window.diagram_view
-    relationship = document.relationships[0]
-    item = view.item_for("relationships", relationship.id)
-    assert isinstance(item, RelationshipItem) and item.dashed
+    relationship = driver.document.relationships[0]
     driver.window.show_tab(AppTab.DIAGRAM)
+    view = driver.window.diagram_view
     driver.qtbot.waitUntil(lambda: view.is_drawn)
-    item.setSelected(True)  # what a click on the edge does
+    scene = view.geometry_scene
+    assert scene is not None
+    drawn = scene.flows[scene.flow_index[("relationships", relationship.id)]]
+    assert drawn.section == "relationships"
+    # Click the middle of the edge, where nothing else lies.
+    middle = view.mapFromScene(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
+    view.centerOn(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
+    middle = view.mapFromScene(scene.line(scene.flow_index[("relationships", relationship.id)]).center())
+    driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(middle))
     assert driver.window.tree_pane.selected_key == ("relationships", relationship.id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from stockade.thf.model import MitigationStatus, Severity, StrideCategory
 from stockade.ui.document.document_tree import NO_MITIGATION
 from tests.conftest import THF_FIXTURES
@@ -82,11 +84,13 @@ def test_picking_a_filtered_out_entity_in_the_diagram_still_shows_its_details(
     pane.apply_filter()
     assert pane.view.selectionModel().hasSelection()
     assert not pane.model.index_for_entity("elements", "payment-db").isValid()
+    driver.window.show_tab("diagram")
     view = driver.window.diagram_view
-    item = view.item_for("elements", "payment-db")
-    assert item is not None
-    view.scene().clearSelection()  # a click selects only the item clicked
-    item.setSelected(True)
+    rect = view.entity_rect("elements", "payment-db")
+    assert rect is not None
+    view.centerOn(rect.center())
+    driver.qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton,
+                            pos=view.mapFromScene(rect.center()))
     assert driver.window.detail_pane.shown == ("elements", "payment-db")
     assert not pane.view.selectionModel().hasSelection()
     # Clearing the filter brings the picked entity back, selected.

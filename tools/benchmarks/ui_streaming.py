@@ -1,7 +1,7 @@
 """UI benchmark: event-loop drift while assistant text streams into the chat pane (offscreen).
 
 A scripted in-process provider sends 500 text deltas per second through the real governed
-turn (session, runner, reducer, audit trail, ledger) into the real chat pane, which renders
+turn (service, runner, reducer, audit trail, ledger) into the real chat pane, which renders
 the growing Markdown answer. Meanwhile a 10 ms QTimer records how late each of its ticks
 fires. The target: while text streams, the loop never stalls more than 50 ms (max lateness
 over the ticks from the first delta to the last). Two turns run: the first of a process also
@@ -90,7 +90,7 @@ def _child(model_path: str) -> None:
     window.resize(1280, 800)
     window.show()
     controller = window.assistant
-    controller.make_provider = lambda *args: TimedProvider()  # type: ignore[method-assign]
+    controller.service.provider_factory = lambda *args: TimedProvider()
     lateness: list[float] = []
     at: list[float] = []
     last = [0.0]
@@ -126,10 +126,10 @@ def _child(model_path: str) -> None:
         before = lateness[: len(lateness) - len(during)]
         ordered = sorted(during)
         p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-        session = controller.session
+        turn = controller.turn
         worst = max(during, default=0.0)
         return {
-            "outcome": session.state.outcome.value if session and session.state.outcome else None,
+            "outcome": turn.state.outcome.value if turn and turn.state.outcome else None,
             "deltas": total,
             "stream_seconds": elapsed,
             "ticks": len(during),

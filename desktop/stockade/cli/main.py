@@ -19,6 +19,7 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "fmt",
     "report",
+    "diagram",
     "import",
     "export",
     "keys",
@@ -31,7 +32,7 @@ COMMANDS: tuple[str, ...] = (
 COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
 """Commands whose module name differs from the command (`import` is a Python keyword)."""
 
-APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat")
+APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "authoring")
 
 _MAX_ERROR_DETAIL = 300
 """UTF-16 units of an unexpected exception's text shown on stderr; the log keeps it all."""

@@ -92,3 +92,20 @@ def write_report(
         raise ValueError(f"unknown report format {path.suffix!r}; use .html, .csv, .json or .md")
     atomic_write_text(path, render_report(model, fmt, generated=generated))
     return fmt
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write bytes so that `path` is either the old file or the complete new one."""
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, replacement_mode(path))
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import html
-import json
-import math
-import re
 from collections.abc import Iterable
 
-from stockade.paths import resources_dir
+from stockade.report.diagram_svg import render_diagram_svg, type_label
 from stockade.report.summary import (
-    SEVERITY_RANK,
     STATUS_LABELS,
     NameIndex,
     ReportSummary,
@@ -20,8 +15,6 @@ from stockade.report.summary import (
     summarize,
 )
 from stockade.thf.model import (
-    DataFlow,
-    Element,
     Severity,
     StrideCategory,
     Threat,
@@ -52,15 +45,6 @@ STATUS_COLORS: dict[str, str] = {
     "transferred": "#0e7490",
 }
 
-# Node size used to draw elements; the stored position is the node's top-left corner.
-NODE_WIDTH = 160.0
-NODE_HEIGHT = 60.0
-# Boundaries saved without a size are drawn at the size the editors give new boundaries.
-DEFAULT_BOUNDARY_SIZE = (400.0, 300.0)
-DIAGRAM_PADDING = 40.0
-
-# Colours from the document end up in SVG attributes: only plain hex or named colours pass.
-_COLOR_RE = re.compile(r"^(#[0-9a-fA-F]{3,8}|[a-zA-Z]{3,20})$")
 
 _CSS = """
 :root { --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --soft:#f8fafc; --accent:#0f766e; }
@@ -132,213 +116,8 @@ def _status_badge(threat: Threat) -> str:
     return _badge(STATUS_LABELS[status], STATUS_COLORS[status])
 
 
-@functools.lru_cache(maxsize=1)
-def _catalog_types() -> dict[str, tuple[str, str]]:
-    """Element type (and alias) → (display label, STRIDE role) from the bundled catalog."""
-    try:
-        data = json.loads((resources_dir() / "catalog.json").read_text(encoding="utf-8"))
-        entries = data["entries"]
-        out: dict[str, tuple[str, str]] = {}
-        for entry in entries:
-            info = (str(entry["label"]), str(entry.get("stride_role", "service")))
-            out[str(entry["id"])] = info
-            for alias in entry.get("aliases", []):
-                out.setdefault(str(alias), info)
-        return out
-    except (OSError, ValueError, KeyError, TypeError):
-        # Without the catalog the report still renders, with raw type names.
-        return {}
-
-
-def type_label(element_type: str) -> str:
-    """A readable name for an element type; unknown types show as written."""
-    info = _catalog_types().get(element_type)
-    return info[0] if info else element_type
-
-
-def _role(element: Element) -> str:
-    info = _catalog_types().get(element.type)
-    if info:
-        return info[1]
-    return "none" if element.type == "text" else "service"
-
-
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _num(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _color(value: str | None, fallback: str) -> str:
-    return value if value and _COLOR_RE.match(value) else fallback
-
-
-def _opacity(value: float | None, fallback: float) -> str:
-    if value is None or math.isnan(value):
-        return _num(fallback)
-    return f"{min(max(value, 0.0), 1.0):.2f}"
-
-
-def _edge_point(cx: float, cy: float, tx: float, ty: float) -> tuple[float, float]:
-    """Where the line from a node's centre towards (tx, ty) leaves the node's rectangle."""
-    dx, dy = tx - cx, ty - cy
-    if dx == 0 and dy == 0:
-        return cx, cy
-    scale = min(
-        (NODE_WIDTH / 2) / abs(dx) if dx else math.inf,
-        (NODE_HEIGHT / 2) / abs(dy) if dy else math.inf,
-    )
-    return cx + dx * scale, cy + dy * scale
-
-
-def render_diagram_svg(model: ThreatModel) -> str | None:
-    """An SVG data-flow diagram from stored positions; None when nothing is positioned."""
-    placed = {e.id: e for e in model.elements if e.position is not None}
-    boundaries = [b for b in model.trust_boundaries if b.position is not None]
-    if not placed and not boundaries:
-        return None
-    boxes: list[tuple[float, float, float, float]] = []
-    for element in placed.values():
-        assert element.position is not None
-        boxes.append((element.position.x, element.position.y, NODE_WIDTH, NODE_HEIGHT))
-    for boundary in boundaries:
-        assert boundary.position is not None
-        w, h = (
-            (boundary.size.width, boundary.size.height) if boundary.size else DEFAULT_BOUNDARY_SIZE
-        )
-        boxes.append((boundary.position.x, boundary.position.y, w, h))
-    min_x = min(b[0] for b in boxes) - DIAGRAM_PADDING
-    min_y = min(b[1] for b in boxes) - DIAGRAM_PADDING
-    width = max(b[0] + b[2] for b in boxes) + DIAGRAM_PADDING - min_x
-    height = max(b[1] + b[3] for b in boxes) + DIAGRAM_PADDING - min_y
-
-    out: list[str] = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" '
-        f'aria-label="Data-flow diagram" width="{_num(width)}" height="{_num(height)}" '
-        f'viewBox="{_num(min_x)} {_num(min_y)} {_num(width)} {_num(height)}" '
-        f'font-family="system-ui, sans-serif">',
-        "<defs>"
-        '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" '
-        'markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-        'fill="#475569"/></marker></defs>',
-    ]
-    for boundary in boundaries:
-        assert boundary.position is not None
-        w, h = (
-            (boundary.size.width, boundary.size.height) if boundary.size else DEFAULT_BOUNDARY_SIZE
-        )
-        stroke = _color(boundary.stroke_color, "#64748b")
-        fill = _color(boundary.fill_color, "#94a3b8")
-        x, y = boundary.position.x, boundary.position.y
-        out.append(
-            f'<g class="boundary"><rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" '
-            f'height="{_num(h)}" rx="10" fill="{fill}" '
-            f'fill-opacity="{_opacity(boundary.fill_opacity, 0.05)}" stroke="{stroke}" '
-            f'stroke-opacity="{_opacity(boundary.stroke_opacity, 0.6)}" stroke-width="1.5" '
-            f'stroke-dasharray="8 5"/>'
-            f'<text x="{_num(x + 10)}" y="{_num(y + 18)}" font-size="12" font-weight="600" '
-            f'fill="{stroke}">{_e(_clip(boundary.name, 48))}</text></g>'
-        )
-    for flow in model.data_flows:
-        source, target = placed.get(flow.from_), placed.get(flow.to)
-        if source is None or target is None or source is target:
-            continue
-        out.append(_svg_flow(flow, source, target))
-    threat_counts: dict[str, list[Severity]] = {}
-    for threat in model.threats:
-        if threat.element is not None:
-            threat_counts.setdefault(threat.element, []).append(threat.severity)
-    for element in placed.values():
-        out.append(_svg_element(element, threat_counts.get(element.id, [])))
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _svg_flow(flow: DataFlow, source: Element, target: Element) -> str:
-    assert source.position is not None and target.position is not None
-    sx, sy = source.position.x + NODE_WIDTH / 2, source.position.y + NODE_HEIGHT / 2
-    tx, ty = target.position.x + NODE_WIDTH / 2, target.position.y + NODE_HEIGHT / 2
-    x1, y1 = _edge_point(sx, sy, tx, ty)
-    x2, y2 = _edge_point(tx, ty, sx, sy)
-    # A label wider than the gap between the two nodes would cover them: clip it to the gap
-    # (about 6 px per character at 11 px), keeping at least the flow number.
-    room = max(4, int(math.hypot(x2 - x1, y2 - y1) / 6.2))
-    label = _clip(flow.name or flow.protocol, max(room, 1))
-    if flow.flow_number is not None:
-        number = str(flow.flow_number)
-        name_room = room - len(number) - 2
-        label = f"{number}. {_clip(label, name_room)}" if label and name_room >= 4 else number
-    stroke = _color(flow.stroke_color, "#475569")
-    parts = [
-        f'<g class="flow"><line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
-        f'stroke="{stroke}" stroke-opacity="{_opacity(flow.stroke_opacity, 0.9)}" '
-        f'stroke-width="1.5" marker-end="url(#arrow)"/>'
-    ]
-    if label:
-        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
-        if flow.label_offset is not None:
-            mx, my = mx + flow.label_offset.x, my + flow.label_offset.y
-        # Drawn twice (white halo, then ink) so labels stay legible over lines; some SVG
-        # renderers ignore paint-order.
-        position = f'x="{_num(mx)}" y="{_num(my - 4)}" font-size="11" text-anchor="middle"'
-        text = _e(_clip(label, 40))
-        parts.append(
-            f'<text {position} fill="#ffffff" stroke="#ffffff" stroke-width="4">{text}</text>'
-            f'<text {position} fill="#334155">{text}</text>'
-        )
-    parts.append("</g>")
-    return "".join(parts)
-
-
-def _svg_element(element: Element, severities: list[Severity]) -> str:
-    assert element.position is not None
-    x, y = element.position.x, element.position.y
-    role = _role(element)
-    if role == "none":  # a free-text annotation: no box, no STRIDE badge
-        return (
-            f'<text class="note" x="{_num(x)}" y="{_num(y + 16)}" font-size="14" '
-            f'fill="#475569">{_e(_clip(element.name, 60))}</text>'
-        )
-    fill = _color(element.fill_color, "#ffffff")
-    stroke = _color(element.stroke_color, "#334155")
-    paint = f'fill="{fill}" fill-opacity="{_opacity(element.fill_opacity, 1.0)}"'
-    style = (
-        f'{paint} stroke="{stroke}" '
-        f'stroke-opacity="{_opacity(element.stroke_opacity, 1.0)}" stroke-width="1.5"'
-    )
-    w, h = _num(NODE_WIDTH), _num(NODE_HEIGHT)
-    if role == "actor":
-        shape = f'<rect x="{_num(x)}" y="{_num(y)}" width="{w}" height="{h}" {style}/>'
-    elif role == "store":
-        # The DFD data-store symbol: open at the sides, closed top and bottom.
-        shape = (
-            f'<rect x="{_num(x)}" y="{_num(y)}" width="{w}" height="{h}" {paint} stroke="none"/>'
-            f'<path d="M{_num(x)},{_num(y)} h{w} M{_num(x)},{_num(y + NODE_HEIGHT)} h{w}" '
-            f'stroke="{stroke}" stroke-opacity="{_opacity(element.stroke_opacity, 1.0)}" '
-            f'stroke-width="2"/>'
-        )
-    else:
-        shape = f'<rect x="{_num(x)}" y="{_num(y)}" width="{w}" height="{h}" rx="14" {style}/>'
-    cx = x + NODE_WIDTH / 2
-    parts = [
-        f'<g class="element">{shape}'
-        f'<text x="{_num(cx)}" y="{_num(y + 27)}" font-size="12" font-weight="600" '
-        f'text-anchor="middle" fill="#0f172a">{_e(_clip(element.name, 24))}</text>'
-        f'<text x="{_num(cx)}" y="{_num(y + 44)}" font-size="10" text-anchor="middle" '
-        f'fill="#64748b">{_e(_clip(type_label(element.type), 28))}</text>'
-    ]
-    if severities:
-        worst = min(severities, key=SEVERITY_RANK.__getitem__)
-        bx, by = x + NODE_WIDTH - 4, y + 4
-        parts.append(
-            f'<circle cx="{_num(bx)}" cy="{_num(by)}" r="10" fill="{SEVERITY_COLORS[worst]}"/>'
-            f'<text x="{_num(bx)}" y="{_num(by + 4)}" font-size="11" font-weight="700" '
-            f'text-anchor="middle" fill="#ffffff">{len(severities)}</text>'
-        )
-    parts.append("</g>")
-    return "".join(parts)
 
 
 def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: set[int]) -> str:
@@ -465,7 +244,7 @@ def _attention(summary: ReportSummary, names: NameIndex) -> str:
 def _diagram(model: ThreatModel) -> str:
     svg = render_diagram_svg(model)
     if svg is None:
-        body = '<p class="muted">No element has a stored position, so there is no diagram.</p>'
+        body = '<p class="muted">The model has no elements, so there is no diagram.</p>'
     else:
         body = f'<div class="diagram">{svg}</div>'
     return f'<section id="diagram"><h2>Data-flow diagram</h2>{body}</section>'

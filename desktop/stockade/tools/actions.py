@@ -1,4 +1,4 @@
-"""The twelve graph edits as pure functions over `ThreatModel` (shared by the AI tools and the app).
+"""The graph edits as pure functions over `ThreatModel` (shared by the AI tools and the app).
 
 Every function takes the current document and typed input and returns either an
 `ActionResult` (the whole next document, a plain result text, the new id for adds, and every
@@ -8,14 +8,19 @@ mutated in place.
 New ids: elements get a slug of their name (`"Payment API"` → `payment-api`, then
 `payment-api-2`, …) because `.thf` element ids are conventionally readable slugs; flows,
 trust boundaries and threats get `flow-<n>`, `boundary-<n>` and `threat-<n>`, one above the
-highest number in use. Threat ids are numbered rather than random so that the same document
+highest number in use; layers and groups get a slug of their name, as elements do. Threat ids are numbered rather than random so that the same document
 and input always give the same result: the approval preview, a replayed turn and the
 committed document then agree byte for byte.
 
 Stricter than the reference: adds return the new id; unknown trust-boundary members,
 unknown threat targets and unknown layers/groups/endpoints are refused with a message naming
 them; deleting an element or flow that other entities still reference is refused unless the
-input asks to cascade, in which case every removed entity is listed.
+input asks to cascade, in which case every removed entity is listed. Deleting a layer or group that elements (or
+child groups) still use is refused the same way; its cascade clears those assignments and keeps
+the elements, listing each one it changed.
+
+Flows carry `encrypted` as a key the `.thf` 1.0 format does not define: it is kept in the
+flow's unknown fields, which every reader here round-trips.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from stockade.thf.model import (
     SECTION_NAMES,
     DataFlow,
     Element,
+    Group,
+    Layer,
     MitigationStatus,
     Severity,
     StrideCategory,
@@ -185,6 +192,7 @@ class NewDataFlow(StrictInput):
     protocol: ShortText | None = Field(default=None, description="e.g. HTTPS, gRPC, SQL.")
     data: TextList | None = Field(default=None, description="Kinds of data carried.")
     authenticated: bool | None = Field(default=None, description="Whether the flow is authenticated.")
+    encrypted: bool | None = Field(default=None, description="Whether the flow is encrypted in transit.")
 
 
 class DataFlowUpdates(_Updates):
@@ -195,6 +203,7 @@ class DataFlowUpdates(_Updates):
     protocol: ShortText | None = None
     data: TextList | None = None
     authenticated: bool | None = None
+    encrypted: bool | None = Field(default=None, description="Whether the flow is encrypted in transit.")
     label_offset: PositionInput | None = None
     source_handle: ShortText | None = Field(default=None, description="Handle name." + _CLEAR_HINT)
     target_handle: ShortText | None = Field(default=None, description="Handle name." + _CLEAR_HINT)
@@ -218,6 +227,32 @@ class TrustBoundaryUpdates(_Updates):
     stroke_color: ShortText | None = Field(default=None, description="CSS colour." + _CLEAR_HINT)
     fill_opacity: Opacity | None = None
     stroke_opacity: Opacity | None = None
+
+
+class NewLayer(StrictInput):
+    name: NameText
+    description: LongText | None = None
+
+
+class LayerUpdates(_Updates):
+    name: NameText | None = None
+    description: LongText | None = Field(default=None, description="What the layer holds." + _CLEAR_HINT)
+
+
+class NewGroup(StrictInput):
+    name: NameText
+    type: ShortText | None = Field(default=None, description="Free-form kind, e.g. cluster.")
+    parent: ShortText | None = Field(default=None, description="An existing group id.")
+    description: LongText | None = None
+
+
+class GroupUpdates(_Updates):
+    name: NameText | None = None
+    type: ShortText | None = Field(default=None, description="Free-form kind." + _CLEAR_HINT)
+    parent: ShortText | None = Field(default=None, description="An existing group id." + _CLEAR_HINT)
+    description: LongText | None = Field(default=None, description="What the group is." + _CLEAR_HINT)
+    position: PositionInput | None = None
+    size: SizeInput | None = None
 
 
 class NewThreat(StrictInput):
@@ -290,6 +325,8 @@ def _quoted(values: Iterable[str]) -> str:
 
 
 _SECTION_WORDS = {
+    "layers": "layer",
+    "groups": "group",
     "elements": "element",
     "data_flows": "data flow",
     "trust_boundaries": "trust boundary",
@@ -750,4 +787,195 @@ def delete_threat(document: ThreatModel, threat_id: str) -> ActionOutcome:
         ),
         f"Deleted threat {_show(threat_id)}.",
         removed=(f"threat {threat_id}",),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers and groups
+
+
+def _container_ids(document: ThreatModel) -> set[str]:
+    taken = {item.id for item in document.layers}
+    taken.update(item.id for item in document.groups)
+    taken.update(item.id for item in document.elements)
+    taken.update(item.id for item in document.trust_boundaries)
+    return taken
+
+
+def add_layer(document: ThreatModel, layer: NewLayer) -> ActionOutcome:
+    """Append a layer; its id is a unique slug of its name."""
+    new_id = ids.unique_slug(layer.name, _container_ids(document))
+    new = Layer.model_validate({**layer.given(), "id": new_id})
+    return _finish(
+        document,
+        document.model_copy(update={"layers": [*document.layers, new]}),
+        f'Added layer {_show(new_id)} ("{_show(layer.name)}").',
+        new_id=new_id,
+    )
+
+
+def update_layer(document: ThreatModel, layer_id: str, updates: LayerUpdates) -> ActionOutcome:
+    """Merge `updates` over one layer ("" clears the description)."""
+    index = _index_of(document.layers, layer_id)
+    if index < 0:
+        return _not_found("layers", layer_id)
+    new = Layer.model_validate(_merge(document.layers[index], updates.given(), frozenset({"description"})))
+    return _finish(
+        document,
+        document.model_copy(update={"layers": _replace(document.layers, index, new)}),
+        f"Updated layer {_show(layer_id)}: {_changed_fields(updates)}.",
+    )
+
+
+def delete_layer(document: ThreatModel, layer_id: str, cascade: bool = False) -> ActionOutcome:
+    """Remove a layer; refused while elements are on it, unless `cascade` takes them off it."""
+    index = _index_of(document.layers, layer_id)
+    if index < 0:
+        return _not_found("layers", layer_id)
+    members = [e for e in document.elements if e.layer == layer_id]
+    if members and not cascade:
+        return ActionError(
+            f'Layer "{_show(layer_id)}" was not deleted because elements are still on it: '
+            f"{_quoted(e.id for e in members)}. Move them to another layer first, or delete "
+            "again with cascade to take them off the layer (the elements are kept)."
+        )
+    elements = [
+        e.model_copy(update={"layer": None}) if e.layer == layer_id else e for e in document.elements
+    ] if members else document.elements
+    removed = (f"layer {layer_id}", *(f"layer of element {e.id}" for e in members))
+    text = f"Deleted layer {_show(layer_id)}."
+    if members:
+        text += " Taken off it (kept): " + _listing(e.id for e in members) + "."
+    return _finish(
+        document,
+        document.model_copy(
+            update={"layers": [*document.layers[:index], *document.layers[index + 1 :]],
+                    "elements": elements}
+        ),
+        text,
+        removed=removed,
+    )
+
+
+def _parent_error(document: ThreatModel, what: str, group_id: str | None,
+                  parent: str | None) -> ActionError | None:
+    if not parent:
+        return None
+    by_id = {g.id: g for g in document.groups}
+    if parent not in by_id:
+        return ActionError(
+            f'{what}: no group with id "{_show(parent)}" exists. Call search_entities with kind '
+            '"groups" to list the group ids, or leave the parent empty.'
+        )
+    # Walking up from the new parent must never reach the group itself: groups nest as a tree.
+    current: str | None = parent
+    seen: set[str] = set()
+    while current is not None and current not in seen:
+        if current == group_id:
+            return ActionError(
+                f'{what}: group "{_show(parent)}" is inside "{_show(group_id or "")}", so it cannot '
+                "also be its parent (groups cannot nest in a circle)."
+            )
+        seen.add(current)
+        current = by_id[current].parent if current in by_id else None
+    return None
+
+
+def add_group(document: ThreatModel, group: NewGroup) -> ActionOutcome:
+    """Append a group; its id is a unique slug of its name, its parent must exist."""
+    error = _parent_error(document, "The group was not added", None, group.parent)
+    if error:
+        return error
+    new_id = ids.unique_slug(group.name, _container_ids(document))
+    fields = {k: v for k, v in group.given().items() if not (k in ("parent", "type") and v == "")}
+    new = Group.model_validate({**fields, "id": new_id})
+    return _finish(
+        document,
+        document.model_copy(update={"groups": [*document.groups, new]}),
+        f'Added group {_show(new_id)} ("{_show(group.name)}").',
+        new_id=new_id,
+    )
+
+
+def update_group(document: ThreatModel, group_id: str, updates: GroupUpdates) -> ActionOutcome:
+    """Merge `updates` over one group; a parent must exist and never make a cycle."""
+    index = _index_of(document.groups, group_id)
+    if index < 0:
+        return _not_found("groups", group_id)
+    changes = updates.given()
+    error = _parent_error(
+        document, f'Group "{_show(group_id)}" was not changed', group_id, changes.get("parent")
+    )
+    if error:
+        return error
+    new = Group.model_validate(
+        _merge(document.groups[index], changes, frozenset({"type", "parent", "description"}))
+    )
+    return _finish(
+        document,
+        document.model_copy(update={"groups": _replace(document.groups, index, new)}),
+        f"Updated group {_show(group_id)}: {_changed_fields(updates)}.",
+    )
+
+
+def delete_group(document: ThreatModel, group_id: str, cascade: bool = False) -> ActionOutcome:
+    """Remove a group; refused while elements or child groups are in it, unless `cascade`
+    takes them out of it (they are kept; child groups move up to no parent)."""
+    index = _index_of(document.groups, group_id)
+    if index < 0:
+        return _not_found("groups", group_id)
+    members = [e for e in document.elements if e.group == group_id]
+    children = [g for g in document.groups if g.parent == group_id]
+    if (members or children) and not cascade:
+        parts = []
+        if members:
+            parts.append("elements " + _quoted(e.id for e in members))
+        if children:
+            parts.append("groups " + _quoted(g.id for g in children))
+        return ActionError(
+            f'Group "{_show(group_id)}" was not deleted because these are still in it: '
+            f"{'; '.join(parts)}. Move them out first, or delete again with cascade to take "
+            "them out of the group (they are kept)."
+        )
+    groups = [
+        g.model_copy(update={"parent": None}) if g.parent == group_id else g
+        for i, g in enumerate(document.groups) if i != index
+    ]
+    elements = [
+        e.model_copy(update={"group": None}) if e.group == group_id else e for e in document.elements
+    ] if members else document.elements
+    removed = (
+        f"group {group_id}",
+        *(f"group of element {e.id}" for e in members),
+        *(f"parent of group {g.id}" for g in children),
+    )
+    text = f"Deleted group {_show(group_id)}."
+    if members or children:
+        text += " Taken out of it (kept): " + _listing([*(e.id for e in members),
+                                                         *(g.id for g in children)]) + "."
+    return _finish(
+        document,
+        document.model_copy(update={"groups": groups, "elements": elements}),
+        text,
+        removed=removed,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Document properties
+
+
+class MetadataUpdates(_Updates):
+    title: NameText | None = None
+    author: ShortText | None = None
+    description: LongText | None = None
+
+
+def update_metadata(document: ThreatModel, updates: MetadataUpdates) -> ActionOutcome:
+    """Change the title, author or description of the document."""
+    metadata = document.metadata.model_copy(update=updates.given())
+    return _finish(
+        document,
+        document.model_copy(update={"metadata": metadata}),
+        f"Updated document properties: {_changed_fields(updates)}.",
     )

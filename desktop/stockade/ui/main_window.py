@@ -17,6 +17,8 @@ from PySide6.QtWidgets import (
     QMenu,
     QSplitter,
     QTabWidget,
+    QToolBar,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -24,12 +26,16 @@ from stockade.paths import data_dir
 from stockade.thf.errors import ThfError
 from stockade.thf.model import Severity, ThreatModel
 from stockade.ui.common import crash_handler
+from stockade.ui.common.colors import text_style
+from stockade.ui.common.help_menu import HelpMenu
 from stockade.ui.common.prompts import Prompts
 from stockade.ui.common.recent_files import RecentFiles
+from stockade.ui.document.authoring import Authoring
 from stockade.ui.document.detail_pane import DetailPane
 from stockade.ui.document.diagram_view import DiagramView
 from stockade.ui.document.document_commands import REPORT_FORMATS, DocumentCommands
 from stockade.ui.document.document_tree import DocumentTreePane
+from stockade.ui.document.find_bar import FindBar
 from stockade.ui.document.open_document import HistoryFactory, OpenDocument
 from stockade.ui.document.summary_view import SummaryView
 
@@ -41,6 +47,8 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
+    AUTHORING = "authoring"
+    """The Details tab with the Add threat dialog open over it (for screenshots)."""
 
 
 class AssistantHookup(Protocol):
@@ -84,7 +92,9 @@ class MainWindow(QMainWindow):
         self._tab_handlers: dict[AppTab, Callable[[], None]] = {}
         self._validation: asyncio.Task[None] | None = None
 
+        self.authoring = Authoring(self)
         self.tree_pane = DocumentTreePane(self)
+        self.find_bar = FindBar(self)
         self.detail_pane = DetailPane(self.open_document, self)
         self.diagram_view = DiagramView(self)
         self.summary_view = SummaryView(self)
@@ -96,7 +106,13 @@ class MainWindow(QMainWindow):
         self._tab_index = {AppTab.TREE: 0, AppTab.DIAGRAM: 1, AppTab.SUMMARY: 2}
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.setObjectName("mainSplitter")
-        self.splitter.addWidget(self.tree_pane)
+        left = QWidget(self)
+        left.setObjectName("leftColumn")
+        column = QVBoxLayout(left)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.find_bar)
+        column.addWidget(self.tree_pane)
+        self.splitter.addWidget(left)
         self.splitter.addWidget(self.tabs)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 3)
@@ -169,6 +185,10 @@ class MainWindow(QMainWindow):
             self.file_menu, "actionSaveAs", "Save &As…",
             lambda: self.spawn(self.save_as()), QKeySequence.StandardKey.SaveAs,
         )
+        self.export_diagram_action = self._action(
+            self.file_menu, "actionExportDiagram", "Export &diagram…",
+            lambda: self.spawn(self.commands.export_diagram_with_dialog()),
+        )
         self.export_menu = self.file_menu.addMenu("&Export report")
         self.export_menu.setObjectName("exportMenu")
         for fmt, label in REPORT_FORMATS:
@@ -186,6 +206,20 @@ class MainWindow(QMainWindow):
         )
         self.redo_action = self._action(
             self.edit_menu, "actionRedo", "&Redo", self.open_document.redo, QKeySequence.StandardKey.Redo
+        )
+        self.toolbar = QToolBar("Authoring", self)
+        self.toolbar.setObjectName("authoringToolbar")
+        self.toolbar.setAccessibleName("Authoring toolbar")
+        self.addToolBar(self.toolbar)
+        self.authoring.install(self.edit_menu, self.toolbar)
+        self.find_action = self._action(
+            self.edit_menu, "actionFind", "&Find…", self.find_bar.start, QKeySequence.StandardKey.Find
+        )
+        self.document_menu = bar.addMenu("&Document")
+        self.document_menu.setObjectName("documentMenu")
+        self.properties_action = self._action(
+            self.document_menu, "actionProperties", "&Properties…",
+            lambda: self.spawn(self.commands.edit_properties()),
         )
 
         self.view_menu = bar.addMenu("&View")
@@ -205,6 +239,12 @@ class MainWindow(QMainWindow):
             self.view_menu, "actionZoomOut", "Zoom &out", self._zoom_out, QKeySequence.StandardKey.ZoomOut
         )
         self._action(self.view_menu, "actionFit", "&Fit diagram", self._fit, "Ctrl+0")
+        self.legend_action = self._action(
+            self.view_menu, "actionLegend", "Diagram &legend",
+            lambda: self.diagram_view.legend.setVisible(self.legend_action.isChecked()),
+        )
+        self.legend_action.setCheckable(True)
+        self.legend_action.setChecked(True)
 
         self.assistant_menu = bar.addMenu("&Assistant")
         self.assistant_menu.setObjectName("assistantMenu")
@@ -212,7 +252,7 @@ class MainWindow(QMainWindow):
 
         self.help_menu = bar.addMenu("&Help")
         self.help_menu.setObjectName("helpMenu")
-        self._action(self.help_menu, "actionAbout", "&About Stockade", self._show_about)
+        self.help_actions = HelpMenu(self)  # About Stockade, Copy diagnostics
 
     def _connect(self) -> None:
         doc = self.open_document
@@ -221,8 +261,15 @@ class MainWindow(QMainWindow):
         doc.dirtyChanged.connect(self._on_document_dirtyChanged)
         doc.pathChanged.connect(self._on_document_pathChanged)
         self.tree_pane.entitySelected.connect(self._on_tree_entitySelected)
+        self.tree_pane.addRequested.connect(self._on_tree_addRequested)
+        self.tree_pane.deleteRequested.connect(self._on_tree_deleteRequested)
         self.diagram_view.entitySelected.connect(self._on_diagram_entitySelected)
+        self.diagram_view.entityMoved.connect(self._on_diagram_entityMoved)
+        self.diagram_view.addRequested.connect(self._on_tree_addRequested)
+        self.diagram_view.deleteRequested.connect(self._on_tree_deleteRequested)
         self.summary_view.entitySelected.connect(self._on_summary_entitySelected)
+        self.authoring.entityAdded.connect(self._on_authoring_entityAdded)
+        self.find_bar.matchChosen.connect(self._on_find_bar_matchChosen)
 
     # -- extension points -------------------------------------------------------------------
 
@@ -246,6 +293,14 @@ class MainWindow(QMainWindow):
         handler = self._tab_handlers.get(tab)
         if handler is not None:
             handler()
+        elif tab is AppTab.AUTHORING:
+            self.tabs.setCurrentIndex(self._tab_index[AppTab.TREE])
+            document = self.open_document.document
+            # A new threat on what the worst existing one targets: a realistic next step.
+            worst = min(document.threats, key=lambda t: list(Severity).index(t.severity),
+                        default=None) if document is not None else None
+            preset = {"element": worst.element} if worst is not None and worst.element else None
+            self.spawn(self.authoring.add("threats", preset))
         elif tab in self._tab_index:
             self.tabs.setCurrentIndex(self._tab_index[tab])
 
@@ -312,7 +367,7 @@ class MainWindow(QMainWindow):
         is_secure, message = status
         self.keyring_label.setText("Keyring: secure" if is_secure else "Keyring: NOT secure")
         self.keyring_label.setToolTip(message)
-        self.keyring_label.setStyleSheet("" if is_secure else "color: #b45309;")
+        self.keyring_label.setStyleSheet("" if is_secure else text_style("#b45309"))
 
     # -- Qt overrides -----------------------------------------------------------------------
 
@@ -345,6 +400,7 @@ class MainWindow(QMainWindow):
 
     def _on_document_documentReplaced(self) -> None:
         document = self.open_document.document
+        self.find_bar.set_document(document)
         self.tree_pane.set_document(document, keep_state=False)
         self.diagram_view.set_document(document, keep_view=False)
         self.summary_view.set_document(document)
@@ -354,6 +410,7 @@ class MainWindow(QMainWindow):
 
     def _on_document_documentChanged(self) -> None:
         document = self.open_document.document
+        self.find_bar.set_document(document)
         self.tree_pane.set_document(document, keep_state=True)
         self.diagram_view.set_document(document, keep_view=True)
         self.summary_view.set_document(document)
@@ -367,8 +424,39 @@ class MainWindow(QMainWindow):
     def _on_document_pathChanged(self, _path: str) -> None:
         self._update_title()
 
-    def _on_tree_entitySelected(self, section: str, entity_id: str) -> None:
+    def selected_entity(self) -> tuple[str, str] | None:
+        """The entity the detail pane shows (what Delete acts on)."""
+        return self.detail_pane.shown
+
+    def select_entity(self, section: str, entity_id: str, source: str = "window") -> None:
+        """Select an entity everywhere; unapplied edits in the detail pane are asked about first."""
+        if self.detail_pane.shown != (section, entity_id) and self.detail_pane.has_unapplied_edits():
+            self.spawn(self._select_after_asking(section, entity_id, source))
+        else:
+            self._show_selection(section, entity_id, source)
+
+    async def _select_after_asking(self, section: str, entity_id: str, source: str) -> bool:
+        previous = self.detail_pane.shown
+        if not await self.detail_pane.settle_unapplied(self.prompts):
+            if previous is not None:  # Cancel: the selection goes back to the edited entity
+                self.tree_pane.select_entity(*previous)
+                self._select_in_diagram(*previous)
+            return False
+        self._show_selection(section, entity_id, source)
+        return True
+
+    def _show_selection(self, section: str, entity_id: str, source: str) -> None:
         self.detail_pane.show_entity(section, entity_id)
+        if source != "tree":
+            self.tree_pane.select_entity(section, entity_id)
+        if source != "diagram":
+            self._select_in_diagram(section, entity_id)
+        self._update_edit_actions()
+
+    def _on_tree_entitySelected(self, section: str, entity_id: str) -> None:
+        self.select_entity(section, entity_id, "tree")
+
+    def _select_in_diagram(self, section: str, entity_id: str) -> None:
         diagram_key = (section, entity_id)
         document = self.open_document.document
         if section == "threats" and document is not None:
@@ -382,16 +470,30 @@ class MainWindow(QMainWindow):
             self.diagram_view.select_entity("", "")  # clears a stale diagram selection
 
     def _on_diagram_entitySelected(self, section: str, entity_id: str) -> None:
-        self.tree_pane.select_entity(section, entity_id)
-        self.detail_pane.show_entity(section, entity_id)
+        self.select_entity(section, entity_id, "diagram")
+
+    def _on_diagram_entityMoved(self, section: str, entity_id: str, changes: object) -> None:
+        if isinstance(changes, dict):
+            self.authoring.move(section, entity_id, changes)
 
     def _on_summary_entitySelected(self, section: str, entity_id: str) -> None:
-        self.tree_pane.select_entity(section, entity_id)
-        self.detail_pane.show_entity(section, entity_id)
+        self.select_entity(section, entity_id)
         self.show_tab(AppTab.TREE)
 
+    def _on_tree_addRequested(self, section: str, preset: object) -> None:
+        self.spawn(self.authoring.add(section, preset if isinstance(preset, dict) else None))
+
+    def _on_tree_deleteRequested(self, section: str, entity_id: str) -> None:
+        self.spawn(self.authoring.delete(section, entity_id))
+
+    def _on_authoring_entityAdded(self, section: str, entity_id: str) -> None:
+        self.select_entity(section, entity_id)
+
+    def _on_find_bar_matchChosen(self, section: str, entity_id: str) -> None:
+        self.select_entity(section, entity_id)
+
     def _on_unexpected_error(self, message: str) -> None:
-        self.prompts.show_error("Unexpected problem", message)
+        self.prompts.show_unexpected_error(message)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -415,6 +517,9 @@ class MainWindow(QMainWindow):
         self.save_action.setEnabled(has_document)
         self.save_as_action.setEnabled(has_document)
         self.export_menu.setEnabled(has_document)
+        self.export_diagram_action.setEnabled(has_document)
+        self.properties_action.setEnabled(has_document)
+        self.authoring.update_enabled(has_document, self.detail_pane.shown)
 
     def _update_validation(self, document: ThreatModel | None) -> None:
         if self._validation is not None:
@@ -446,7 +551,7 @@ class MainWindow(QMainWindow):
         if problem is not None:
             self.validation_label.setText("Invalid")
             self.validation_label.setToolTip(problem)
-            self.validation_label.setStyleSheet("color: #b91c1c;")
+            self.validation_label.setStyleSheet(text_style("#b91c1c"))
             return
         self.validation_label.setText("Valid")
         self.validation_label.setToolTip("Ids are unique and every reference resolves.")
@@ -488,15 +593,6 @@ class MainWindow(QMainWindow):
     def _fit(self) -> None:
         self.show_tab(AppTab.DIAGRAM)
         self.diagram_view.fit()
-
-    def _show_about(self) -> None:
-        from stockade import __version__
-
-        self.prompts.show_info(
-            "About Stockade",
-            f"Stockade {__version__}\n\nOffline review of .thf threat models, with an AI "
-            "assistant whose every edit is proposed, approved, metered, audited and undoable.",
-        )
 
     def _restore_geometry(self) -> None:
         settings = window_settings()

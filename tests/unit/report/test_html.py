@@ -6,7 +6,8 @@ import datetime as dt
 import html
 import re
 
-from stockade.report.html import render_diagram_svg, render_html
+from stockade.report.diagram_svg import render_diagram_svg
+from stockade.report.html import render_html
 from stockade.thf.model import ThreatModel
 from tests.unit.report.conftest import HOSTILE, build_model, hostile_model
 
@@ -71,20 +72,15 @@ def test_empty_document_renders_every_section_with_a_note() -> None:
     assert "there is no diagram" in page
 
 
-def test_diagram_draws_positioned_elements_boundaries_and_flows(model: ThreatModel) -> None:
+def test_diagram_draws_every_element_boundary_and_flow(model: ThreatModel) -> None:
     svg = render_diagram_svg(model)
     assert svg is not None
-    assert svg.count('<g class="element">') == 2  # "user" has no position
+    assert svg.count('<g class="element">') == 3  # "user" has no position: it is placed
     assert svg.count('<g class="boundary">') == 1
-    assert svg.count("<line ") == 1  # f2 starts at the unpositioned user
+    assert svg.count('<g class="flow">') == 2
     assert "1. Queries" in svg
 
 
-def test_no_diagram_when_nothing_is_positioned() -> None:
-    model = build_model(
-        elements=[{"id": "a", "type": "process", "name": "A"}],
-        data_flows=[],
-        trust_boundaries=[],
-        threats=[],
-    )
+def test_no_diagram_when_there_is_nothing_to_draw() -> None:
+    model = build_model(elements=[], data_flows=[], trust_boundaries=[], threats=[])
     assert render_diagram_svg(model) is None

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from stockade.assistant.review import CallPreview
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 DESTRUCTIVE_WARNING = (
     "Destructive: this call removes data from the model. It is never approved in bulk; "
@@ -79,7 +80,7 @@ class _CallRow(QFrame):
             warning = plain_label(DESTRUCTIVE_WARNING, self)
             warning.setObjectName("approvalDestructiveWarning")
             warning.setWordWrap(True)
-            warning.setStyleSheet("color: #b91c1c; font-weight: bold;")
+            warning.setStyleSheet(text_style("#b91c1c", "font-weight: bold;"))
             layout.addWidget(warning)
         layout.addWidget(plain_label("What would change:", self))
         self.preview_edit = self._text_box("approvalPreview", "\n".join(view.changes), 110)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from stockade.assistant.errors import REFUSALS, failure_text
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 if TYPE_CHECKING:
     from stockade.assistant.records import RunInfo
@@ -188,5 +189,6 @@ class AuditViewer(QDialog):
             self.result_label.setText("There is no audit trail yet.")
             return result
         self.result_label.setText(verify_message(result))
-        self.result_label.setStyleSheet("" if result.ok else "color: #b91c1c; font-weight: bold;")
+        self.result_label.setStyleSheet(
+            "" if result.ok else text_style("#b91c1c", "font-weight: bold;"))
         return result

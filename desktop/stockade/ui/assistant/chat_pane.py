@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from stockade.loop.state import CallRecord
 from stockade.ui.assistant.tool_call_card import ToolCallCard, plain_label
+from stockade.ui.common.colors import MUTED_STYLE, text_style
 from stockade.ui.common.markdown_view import MarkdownView
 
 PROVIDER_LABELS: dict[str, str] = {
@@ -94,7 +95,10 @@ class TurnView(QFrame):
         self.prompt_label = plain_label(prompt, self)
         self.prompt_label.setObjectName("chatTurnPrompt")
         self.prompt_label.setWordWrap(True)
-        self.prompt_label.setStyleSheet("background: #eef2ff; padding: 4px; border-radius: 4px;")
+        self.prompt_label.setStyleSheet(
+            "background: palette(alternate-base); color: palette(text); padding: 4px; "
+            "border: 1px solid palette(mid); border-radius: 4px;"
+        )
         layout.addWidget(self.prompt_label)
         self.answer = _GrowingMarkdown(self)
         self.answer.setObjectName("chatAnswer")
@@ -104,7 +108,7 @@ class TurnView(QFrame):
         self.outcome_label = plain_label("", self)
         self.outcome_label.setObjectName("chatTurnOutcome")
         self.outcome_label.setWordWrap(True)
-        self.outcome_label.setStyleSheet("color: #4b5563;")
+        self.outcome_label.setStyleSheet(MUTED_STYLE)
         self.outcome_label.hide()
         layout.addWidget(self.outcome_label)
         self.cards: dict[str, ToolCallCard] = {}
@@ -131,7 +135,7 @@ class TurnView(QFrame):
 
 
 class _PromptEdit(QPlainTextEdit):
-    """Enter sends, Shift+Enter starts a new line."""
+    """Enter (or Ctrl+Enter) sends, Shift+Enter starts a new line, Tab moves to the next control."""
 
     submitted = Signal()
 
@@ -164,8 +168,10 @@ class ChatPane(QWidget):
         picker = QHBoxLayout()
         self.provider_combo = QComboBox(self)
         self.provider_combo.setObjectName("chatProviderCombo")
+        self.provider_combo.setAccessibleName("Provider")
         self.model_combo = QComboBox(self)
         self.model_combo.setObjectName("chatModelCombo")
+        self.model_combo.setAccessibleName("Model")
         self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_combo.setMinimumContentsLength(14)
         picker.addWidget(self.provider_combo)
@@ -188,6 +194,7 @@ class ChatPane(QWidget):
 
         self.transcript = QScrollArea(self)
         self.transcript.setObjectName("chatTranscript")
+        self.transcript.setAccessibleName("Conversation")
         self.transcript.setWidgetResizable(True)
         self.transcript.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._body = QWidget(self.transcript)
@@ -199,7 +206,7 @@ class ChatPane(QWidget):
         pending = QHBoxLayout()
         self.pending_label = plain_label("", self)
         self.pending_label.setObjectName("chatPendingLabel")
-        self.pending_label.setStyleSheet("color: #92400e;")
+        self.pending_label.setStyleSheet(text_style("#92400e"))
         self.pending_label.setWordWrap(True)
         self.review_button = QPushButton("Review…", self)
         self.review_button.setObjectName("chatReviewButton")
@@ -217,7 +224,7 @@ class ChatPane(QWidget):
         layout.addWidget(self.notice_label)
         self.error_label = plain_label("", self)
         self.error_label.setObjectName("chatErrorLabel")
-        self.error_label.setStyleSheet("color: #b91c1c;")
+        self.error_label.setStyleSheet(text_style("#b91c1c"))
         # Authored errors can be long (a damaged database says how to move it aside): wrap
         # them, or the end of the advice is cut off at the pane's edge.
         self.error_label.setWordWrap(True)
@@ -225,13 +232,17 @@ class ChatPane(QWidget):
         layout.addWidget(self.error_label)
         self.usage_label = plain_label("", self)
         self.usage_label.setObjectName("chatUsageLabel")
-        self.usage_label.setStyleSheet("color: #4b5563;")
+        self.usage_label.setStyleSheet(MUTED_STYLE)
         self.usage_label.setWordWrap(True)
         layout.addWidget(self.usage_label)
 
         self.prompt_edit = _PromptEdit(self)
         self.prompt_edit.setObjectName("chatPromptEdit")
         self.prompt_edit.setPlaceholderText("Ask the assistant about this threat model…")
+        self.prompt_edit.setAccessibleName("Prompt")
+        self.prompt_edit.setToolTip("Enter or Ctrl+Enter sends · Shift+Enter: new line · Tab: next control")
+        # A prompt box that swallows Tab traps keyboard users inside it.
+        self.prompt_edit.setTabChangesFocus(True)
         self.prompt_edit.setMaximumHeight(90)
         layout.addWidget(self.prompt_edit)
         buttons = QHBoxLayout()
@@ -418,7 +429,7 @@ class ChatPane(QWidget):
         for run in items:
             row = QFrame(self.parked_area)
             row.setObjectName(f"parkedRun_{run.run_id}")
-            row.setStyleSheet("background: #fef3c7;")
+            row.setStyleSheet("background: #fef3c7; color: #1f2937;")
             line = QHBoxLayout(row)
             line.setContentsMargins(6, 4, 6, 4)
             text = (f"Waiting for your decision: {run.undecided} call"

@@ -32,6 +32,7 @@ from stockade.secrets import KeyProvider, SecretsError
 from stockade.settings import CreditSettings, LimitSettings, Settings
 from stockade.ui.assistant.chat_pane import PROVIDER_LABELS
 from stockade.ui.assistant.tool_call_card import plain_label
+from stockade.ui.common.colors import text_style
 
 if TYPE_CHECKING:
     from stockade.secrets.keystore import KeyAdmin
@@ -185,7 +186,7 @@ class SettingsDialog(QDialog):
 
         self.error_label = plain_label("", self)
         self.error_label.setObjectName("settingsErrorLabel")
-        self.error_label.setStyleSheet("color: #b91c1c;")
+        self.error_label.setStyleSheet(text_style("#b91c1c"))
         self.error_label.setWordWrap(True)
         self.error_label.hide()
         layout.addWidget(self.error_label)
@@ -276,7 +277,8 @@ class SettingsDialog(QDialog):
         if self._closed:
             return
         self.keyring_label.setText(keyring_status.message)
-        self.keyring_label.setStyleSheet("" if keyring_status.is_secure else "color: #92400e;")
+        self.keyring_label.setStyleSheet(
+            "" if keyring_status.is_secure else text_style("#92400e"))
         for name, status in statuses.items():
             label = self.key_status.get(name)
             if label is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from stockade.ui.common.colors import text_style
+
 STATUS_TEXT: dict[str, str] = {
     "pending": "Waiting for approval",
     "approved": "Approved",
@@ -75,4 +77,4 @@ class ToolCallCard(QFrame):
             return
         self._status = status
         self.status_label.setText(STATUS_TEXT.get(status, status))
-        self.status_label.setStyleSheet(f"color: {STATUS_COLOR.get(status, '#374151')};")
+        self.status_label.setStyleSheet(text_style(STATUS_COLOR.get(status, '#374151')))

@@ -12,7 +12,7 @@ import sys
 from enum import StrEnum
 from typing import TypeVar
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox, QWidget
 
 T = TypeVar("T")
 
@@ -27,6 +27,25 @@ class UnsavedChoice(StrEnum):
     SAVE = "save"
     DISCARD = "discard"
     CANCEL = "cancel"
+
+
+class UnappliedChoice(StrEnum):
+    APPLY = "apply"
+    DISCARD = "discard"
+    CANCEL = "cancel"
+
+
+async def await_dialog(dialog: QDialog) -> int:
+    """Open `dialog` window-modal and wait for it to finish; returns its result code."""
+    future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def finished(result: int) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    dialog.finished.connect(finished)
+    dialog.open()
+    return await future
 
 
 class Prompts:
@@ -89,6 +108,44 @@ class Prompts:
         box.open()
         return await future
 
+    async def confirm_cascade(self, question: str, removals: list[str]) -> bool:
+        """Ask whether a delete may also remove (or change) everything in `removals`."""
+        box = QMessageBox(self._parent)
+        box.setObjectName("cascadeDeleteBox")
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Delete with its references?")
+        box.setText(question)
+        shown = removals[:12] + ([f"… and {len(removals) - 12} more"] if len(removals) > 12 else [])
+        box.setInformativeText("Deleting it also removes or changes:\n" + "\n".join(shown))
+        box.setDetailedText("\n".join(removals))
+        delete = box.addButton("Delete all", QMessageBox.ButtonRole.DestructiveRole)
+        delete.setObjectName("cascadeDeleteButton")
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        await await_dialog(box)
+        confirmed = box.clickedButton() is delete
+        box.deleteLater()
+        return confirmed
+
+    async def ask_unapplied_edits(self, name: str) -> UnappliedChoice:
+        """The detail pane has edits not applied yet: apply, discard or stay."""
+        box = QMessageBox(self._parent)
+        box.setObjectName("unappliedEditsBox")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Unapplied changes")
+        box.setText(f"The changes to {name} have not been applied.")
+        box.setInformativeText("Apply them before moving on?")
+        apply = box.addButton(QMessageBox.StandardButton.Apply)
+        discard = box.addButton(QMessageBox.StandardButton.Discard)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(apply)
+        await await_dialog(box)
+        clicked = box.clickedButton()
+        box.deleteLater()
+        if clicked is apply:
+            return UnappliedChoice.APPLY
+        return UnappliedChoice.DISCARD if clicked is discard else UnappliedChoice.CANCEL
+
     def show_error(self, title: str, text: str) -> None:
         """A non-blocking error message (no traceback, ever)."""
         box = QMessageBox(QMessageBox.Icon.Critical, title, text, QMessageBox.StandardButton.Ok, self._parent)
@@ -103,6 +160,12 @@ class Prompts:
         box.setObjectName("infoMessageBox")
         box.finished.connect(box.deleteLater)
         box.open()
+
+    def show_unexpected_error(self, message: str) -> None:
+        """The crash notice: one plain line and a button that opens the log folder."""
+        from stockade.ui.common.crash_dialog import show_crash_dialog
+
+        show_crash_dialog(self._parent, message)
 
     async def _file_dialog(self, dialog: QFileDialog) -> str | None:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -129,3 +192,9 @@ class StderrPrompts(Prompts):
 
     def show_info(self, title: str, text: str) -> None:
         print(f"stockade: {title}: {text}", file=sys.stderr)
+
+    def show_unexpected_error(self, message: str) -> None:
+        from stockade.diagnostics import log_folder
+
+        print(f"stockade: Unexpected problem: {message} (log folder: {log_folder()})",
+              file=sys.stderr)

@@ -1,570 +1,131 @@
-"""Read-only data-flow diagram drawn from the positions stored in the document."""
+"""The Diagram tab: zoom, pan, click-to-select, drag to move, drawn only where it is visible."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from enum import StrEnum
-from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
+    QContextMenuEvent,
     QFont,
     QFontMetricsF,
+    QImage,
+    QMouseEvent,
     QPainter,
-    QPainterPath,
-    QPainterPathStroker,
+    QPalette,
     QPen,
     QPolygonF,
     QWheelEvent,
 )
-from PySide6.QtWidgets import (
-    QGraphicsItem,
-    QGraphicsScene,
-    QGraphicsView,
-    QStyleOptionGraphicsItem,
-    QWidget,
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QLabel, QMenu, QToolTip, QWidget
+
+from stockade.report.diagram_svg import BADGE_COLORS, ThreatBadge
+from stockade.thf.model import ThreatModel
+from stockade.ui.document.diagram_legend import DiagramLegend
+from stockade.ui.document.diagram_scene import (
+    DiagramScene,
+    DrawnElement,
+    ShapeRole,
+    VisibleSet,
+    gc_paused,
 )
 
-from stockade.catalog.registry import CatalogError, StrideRole, resolve_component
-from stockade.thf.model import (
-    DataFlow,
-    Element,
-    MitigationStatus,
-    Relationship,
-    Severity,
-    ThreatModel,
-    TrustBoundary,
-)
-
-ELEMENT_WIDTH = 150.0
-ELEMENT_HEIGHT = 60.0
-GRID_STEP_X = 210.0
-GRID_STEP_Y = 130.0
-BOUNDARY_PADDING = 30.0
-DETAIL_LOD = 0.3
-"""Below this on-screen scale, items draw plain shapes: text would be unreadable and slow."""
 ZOOM_STEP = 1.25
-RELATIONSHIP_OFFSET = 12.0
-MIN_SCALE = 0.02
+MIN_SCALE = 0.002
 MAX_SCALE = 8.0
+SHAPES_LOD = 0.12
+"""Below this scale elements are flat boxes and flows plain lines: nothing else is visible."""
+NAMES_LOD = 0.3
+"""From this scale element names are drawn (never smaller than `MIN_TEXT_PIXELS` on screen)."""
+LABELS_LOD = 0.4
+"""From this scale flow labels and badge counts are drawn too."""
+TYPE_LABELS_LOD = 0.6
+"""From this scale each box also names its element type."""
+LABEL_REACH = 130.0
+"""Scene units a flow label or badge may reach past its flow's bounds (labels are elided to
+220): a repaint of an area nearby draws them too, so no label is cut at an area's edge."""
+OVERVIEW_PIXELS = 2048
+"""Longest side of the whole-diagram picture drawn when zoomed far out: one image instead of
+every box and line, so the far view costs the same for 100 elements or 50,000."""
+OVERVIEW_FLOWS = 8000
+"""Flows drawn into that picture at most (an even sample beyond)."""
+MAX_FLOWS_DRAWN = 4000
+"""Past this many flows on screen the view draws an even sample of them and says so: the
+rest would take longer to rasterise than a frame may last, and could not be told apart."""
+MIN_TEXT_PIXELS = 9.0
+MAX_TEXT_ITEMS = 2500
+"""More names than this on screen at once are unreadable anyway: draw boxes instead."""
+DRAG_THRESHOLD = 4
+"""Screen pixels the mouse must travel before a press on an element becomes a drag."""
 
-
-class ShapeRole(StrEnum):
-    """How an element is drawn, from its STRIDE role."""
-
-    ACTOR = "actor"
-    SERVICE = "service"
-    STORE = "store"
-    ANNOTATION = "annotation"
-
-
-@dataclass(frozen=True)
-class ElementLook:
-    """How the catalog says to draw one element type."""
-
-    role: ShapeRole
-    label: str
-
-
-_ROLE_BY_STRIDE = {
-    StrideRole.ACTOR: ShapeRole.ACTOR,
-    StrideRole.STORE: ShapeRole.STORE,
-    StrideRole.SERVICE: ShapeRole.SERVICE,
-    StrideRole.NONE: ShapeRole.ANNOTATION,
-}
-
-
-def element_look(element_type: str) -> ElementLook:
-    """The catalog's STRIDE role and label for a type; unknown types look like a generic service."""
-    try:
-        entry = resolve_component(element_type)
-    except CatalogError:
-        return ElementLook(ShapeRole.SERVICE, element_type.replace("_", " "))
-    label = entry.label if entry.id == element_type else element_type.replace("_", " ")
-    return ElementLook(_ROLE_BY_STRIDE.get(entry.stride_role, ShapeRole.SERVICE), label)
-
-
-_SEVERITY_COLORS: dict[Severity, str] = {
-    Severity.CRITICAL: "#dc2626",
-    Severity.HIGH: "#ea580c",
-    Severity.MEDIUM: "#d97706",
-    Severity.LOW: "#2563eb",
-    Severity.INFO: "#6b7280",
-}
-_SEVERITY_RANK = {s: i for i, s in enumerate(Severity)}
 _ROLE_FILL = {
-    ShapeRole.ACTOR: QColor("#eef2ff"),
-    ShapeRole.SERVICE: QColor("#ecfeff"),
-    ShapeRole.STORE: QColor("#fef9c3"),
+    ShapeRole.ACTOR: QColor("#e0e7ff"),
+    ShapeRole.SERVICE: QColor("#cffafe"),
+    ShapeRole.STORE: QColor("#fef3c7"),
     ShapeRole.ANNOTATION: QColor(0, 0, 0, 0),
 }
+_INK = QColor("#0f172a")
+_MUTED_INK = QColor("#475569")
 _OUTLINE = QColor("#334155")
-_FLOW_COLOR = QColor("#475569")
-# Enum members looked up once: attribute access on Qt enums is slow in a 25k-item loop.
-_SELECTABLE = QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
-_ALIGN_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+_FLOW_COLOR = QColor("#64748b")
 _SELECTED = QColor("#2563eb")
-_LABEL_FONT = QFont()
-_LABEL_FONT.setPointSizeF(9.0)
-_SMALL_FONT = QFont()
-_SMALL_FONT.setPointSizeF(7.5)
-
-
-@dataclass(frozen=True)
-class ThreatBadge:
-    """How many threats target an element, coloured by the worst one still open."""
-
-    count: int
-    worst_open: Severity | None
-
-
-_OPEN_STATUSES = (None, MitigationStatus.NOT_STARTED, MitigationStatus.IN_PROGRESS)
-
-
-def _badges(document: ThreatModel) -> dict[str, ThreatBadge]:
-    counts: dict[str, int] = {}
-    worst: dict[str, Severity] = {}
-    for threat in document.threats:
-        if threat.element is None:
-            continue
-        counts[threat.element] = counts.get(threat.element, 0) + 1
-        status = threat.mitigation.status if threat.mitigation is not None else None
-        if status in _OPEN_STATUSES:
-            current = worst.get(threat.element)
-            if current is None or _SEVERITY_RANK[threat.severity] < _SEVERITY_RANK[current]:
-                worst[threat.element] = threat.severity
-    return {eid: ThreatBadge(n, worst.get(eid)) for eid, n in counts.items()}
-
-
-def _rect_key(rect: QRectF) -> tuple[float, float, float, float]:
-    return (rect.x(), rect.y(), rect.width(), rect.height())
-
-
-def element_signature(
-    rect: QRectF, badge: ThreatBadge | None, look: ElementLook
-) -> tuple[Any, ...]:
-    return (_rect_key(rect), badge, look)
-
-
-def flow_signature(source: QRectF, target: QRectF) -> tuple[Any, ...]:
-    return (_rect_key(source), _rect_key(target))
-
-
-def boundary_signature(rect: QRectF) -> tuple[Any, ...]:
-    return (_rect_key(rect),)
-
-
-class _EntityItem(QGraphicsItem):
-    """Base for diagram items that stand for one document entity."""
-
-    section = ""
-
-    def __init__(self, entity_id: str, source: Any, signature: tuple[Any, ...]) -> None:
-        super().__init__()
-        self.entity_id = entity_id
-        self.source = source
-        """The document entity drawn; entities are immutable, so `is` tells if it changed."""
-        self.signature = signature
-        """Everything else the drawing depends on (geometry, badge); equal means reusable."""
-        self.setFlag(_SELECTABLE, True)
-
-    def _pen(self, base: QColor, width: float = 1.2) -> QPen:
-        if self.isSelected():
-            return QPen(_SELECTED, width + 1.8)
-        return QPen(base, width)
-
-
-class ElementItem(_EntityItem):
-    section = "elements"
-
-    def __init__(
-        self, element: Element, rect: QRectF, badge: ThreatBadge | None, look: ElementLook
-    ) -> None:
-        super().__init__(element.id, element, element_signature(rect, badge, look))
-        self.name = element.name or element.id
-        self.type_label = look.label
-        self.role = look.role
-        self.badge = badge
-        self.setPos(rect.topLeft())
-        self._rect = QRectF(0.0, 0.0, rect.width(), rect.height())
-        # The badge hangs over the top-right corner, so the bounds grow by its radius.
-        self._bounds = self._rect.adjusted(-3.0, -12.0, 12.0, 3.0)
-        self.setZValue(2.0)
-
-    def boundingRect(self) -> QRectF:
-        """Qt override: boundingRect."""
-        return self._bounds
-
-    def shape(self) -> QPainterPath:
-        """Qt override: shape."""
-        path = QPainterPath()
-        path.addRect(self._rect)
-        return path
-
-    def paint(
-        self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
-    ) -> None:
-        """Qt override: paint."""
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
-        rect = self._rect
-        painter.setPen(self._pen(_OUTLINE))
-        painter.setBrush(QBrush(_ROLE_FILL[self.role]))
-        if lod < DETAIL_LOD:
-            painter.drawRect(rect)
-            return
-        if self.role is ShapeRole.ACTOR:
-            painter.drawRect(rect)
-        elif self.role is ShapeRole.SERVICE:
-            painter.drawRoundedRect(rect, 18.0, 18.0)
-        elif self.role is ShapeRole.STORE:
-            # A DFD data store: a box open at both ends, drawn as a cylinder-like band.
-            painter.drawRect(rect)
-            painter.drawLine(QLineF(rect.left() + 8.0, rect.top(), rect.left() + 8.0, rect.bottom()))
-        else:
-            if self.isSelected():
-                painter.setBrush(Qt.BrushStyle.NoBrush)
-                painter.drawRect(rect)
-        painter.setPen(QPen(QColor("#0f172a")))
-        painter.setFont(_LABEL_FONT)
-        text_rect = rect.adjusted(10.0, 4.0, -6.0, -18.0)
-        metrics = QFontMetricsF(_LABEL_FONT)
-        painter.drawText(
-            text_rect,
-            _ALIGN_CENTER,
-            metrics.elidedText(self.name, Qt.TextElideMode.ElideRight, text_rect.width()),
-        )
-        if self.role is not ShapeRole.ANNOTATION:
-            painter.setFont(_SMALL_FONT)
-            painter.setPen(QPen(QColor("#64748b")))
-            painter.drawText(
-                rect.adjusted(6.0, rect.height() - 20.0, -6.0, -3.0),
-                _ALIGN_CENTER,
-                self.type_label,
-            )
-        if self.badge is not None:
-            self._paint_badge(painter)
-
-    def _paint_badge(self, painter: QPainter) -> None:
-        assert self.badge is not None
-        color = QColor(
-            _SEVERITY_COLORS[self.badge.worst_open] if self.badge.worst_open else "#16a34a"
-        )
-        center = QPointF(self._rect.right(), self._rect.top())
-        painter.setPen(QPen(QColor("white"), 1.5))
-        painter.setBrush(QBrush(color))
-        painter.drawEllipse(center, 11.0, 11.0)
-        painter.setFont(_SMALL_FONT)
-        painter.drawText(
-            QRectF(center.x() - 11.0, center.y() - 11.0, 22.0, 22.0),
-            _ALIGN_CENTER,
-            str(self.badge.count) if self.badge.count < 100 else "99+",
-        )
-
-
-def _edge_point(rect: QRectF, tx: float, ty: float) -> tuple[float, float]:
-    """Where the line from `rect`'s centre toward (tx, ty) leaves the rectangle."""
-    cx = rect.x() + rect.width() / 2
-    cy = rect.y() + rect.height() / 2
-    dx, dy = tx - cx, ty - cy
-    if dx == 0 and dy == 0:
-        return (cx, cy)
-    half_w, half_h = rect.width() / 2, rect.height() / 2
-    scale = min(half_w / abs(dx) if dx else math.inf, half_h / abs(dy) if dy else math.inf)
-    return (cx + dx * scale, cy + dy * scale)
-
-
-class FlowItem(_EntityItem):
-    section = "data_flows"
-
-    dashed = False
-
-    def __init__(self, flow: DataFlow | Relationship, source: QRectF, target: QRectF) -> None:
-        super().__init__(flow.id, flow, flow_signature(source, target))
-        self.label = self._label_for(flow)
-        self.setZValue(1.0)
-        self._loop = source == target
-        if self._loop:
-            x, y = source.x() + source.width() / 2, source.y()
-            self._start = (x - 20.0, y)
-            self._end = (x + 20.0, y)
-            self._label_at = (x, y - 40.0)
-        else:
-            sx = source.x() + source.width() / 2
-            sy = source.y() + source.height() / 2
-            tx = target.x() + target.width() / 2
-            ty = target.y() + target.height() / 2
-            self._start = _edge_point(source, tx, ty)
-            self._end = _edge_point(target, sx, sy)
-            # Relationships sit beside any flow between the same pair, labelled nearer the
-            # source so the two labels do not cover each other.
-            along = 0.5
-            if self.dashed:
-                self._start, self._end = _shifted(self._start, self._end, RELATIONSHIP_OFFSET)
-                along = 0.3
-            self._label_at = (
-                self._start[0] + (self._end[0] - self._start[0]) * along,
-                self._start[1] + (self._end[1] - self._start[1]) * along,
-            )
-        # Cheap, generous bounds now; the exact path, arrow and pick shape are built on first
-        # paint, which for a 10k-flow model happens only for the flows on screen.
-        half_label = min(len(self.label), 80) * 3.6 + 8.0
-        (x1, y1), (x2, y2), (lx, ly) = self._start, self._end, self._label_at
-        left = min(x1, x2, lx - half_label) - 14.0
-        top = min(y1, y2, ly - 12.0) - 14.0
-        right = max(x1, x2, lx + half_label) + 14.0
-        bottom = max(y1, y2, ly + 12.0) + 14.0
-        self._bounds = QRectF(left, top, right - left, bottom - top)
-        self._geometry: tuple[QPainterPath, QPolygonF, QRectF, QPainterPath] | None = None
-
-    def _ensure_geometry(self) -> tuple[QPainterPath, QPolygonF, QRectF, QPainterPath]:
-        if self._geometry is not None:
-            return self._geometry
-        start, end = QPointF(*self._start), QPointF(*self._end)
-        path = QPainterPath()
-        path.moveTo(start)
-        if self._loop:
-            path.cubicTo(start + QPointF(-10.0, -45.0), end + QPointF(10.0, -45.0), end)
-            arrow = _arrow_head(QLineF(end + QPointF(4.0, -14.0), end))
-        else:
-            path.lineTo(end)
-            arrow = _arrow_head(QLineF(start, end))
-        label_width = min(
-            QFontMetricsF(_SMALL_FONT).horizontalAdvance(self.label) + 8.0, self._bounds.width()
-        )
-        lx, ly = self._label_at
-        label_rect = QRectF(lx - label_width / 2, ly - 9.0, label_width, 18.0)
-        stroker = QPainterPathStroker()
-        stroker.setWidth(10.0)
-        pick = stroker.createStroke(path)
-        if self.label:
-            pick.addRect(label_rect)
-        self._geometry = (path, arrow, label_rect, pick)
-        return self._geometry
-
-    def boundingRect(self) -> QRectF:
-        """Qt override: boundingRect."""
-        return self._bounds
-
-    def shape(self) -> QPainterPath:
-        """Qt override: shape."""
-        return self._ensure_geometry()[3]
-
-    def paint(
-        self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
-    ) -> None:
-        """Qt override: paint."""
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
-        pen = self._pen(_FLOW_COLOR)
-        if self.dashed:
-            pen.setStyle(Qt.PenStyle.DashLine)
-        painter.setPen(pen)
-        if lod < DETAIL_LOD:
-            painter.drawLine(QLineF(*self._start, *self._end))
-            return
-        path, arrow, label_rect, _ = self._ensure_geometry()
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(path)
-        painter.setBrush(QBrush(pen.color()))
-        painter.drawPolygon(arrow)
-        if self.label:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QBrush(QColor(255, 255, 255, 220)))
-            painter.drawRect(label_rect)
-            painter.setPen(QPen(QColor("#1e293b")))
-            painter.setFont(_SMALL_FONT)
-            painter.drawText(label_rect, _ALIGN_CENTER, self.label)
-
-
-    @staticmethod
-    def _label_for(flow: Any) -> str:
-        if flow.flow_number is not None and flow.name:
-            return f"{flow.flow_number}. {flow.name}"
-        return str(flow.name or flow.protocol or "")
-
-
-class RelationshipItem(FlowItem):
-    """A non-data architecture edge (depends on, deploys to): dashed, never STRIDE-analysed."""
-
-    section = "relationships"
-    dashed = True
-
-    @staticmethod
-    def _label_for(flow: Any) -> str:
-        return str(flow.name or flow.type.replace("_", " "))
-
-
-def _shifted(
-    start: tuple[float, float], end: tuple[float, float], offset: float
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The segment moved sideways by `offset`, so it does not hide a flow between the same pair."""
-    dx, dy = end[0] - start[0], end[1] - start[1]
-    length = math.hypot(dx, dy)
-    if length == 0:
-        return start, end
-    nx, ny = -dy / length * offset, dx / length * offset
-    return (start[0] + nx, start[1] + ny), (end[0] + nx, end[1] + ny)
-
-
-def _arrow_head(line: QLineF) -> QPolygonF:
-    if line.length() == 0:
-        return QPolygonF()
-    angle = math.atan2(line.dy(), line.dx())
-    tip = line.p2()
-    size = 10.0
-    spread = math.pi / 7
-    return QPolygonF(
-        [
-            tip,
-            QPointF(tip.x() - size * math.cos(angle - spread), tip.y() - size * math.sin(angle - spread)),
-            QPointF(tip.x() - size * math.cos(angle + spread), tip.y() - size * math.sin(angle + spread)),
-        ]
-    )
-
-
-class BoundaryItem(_EntityItem):
-    section = "trust_boundaries"
-
-    def __init__(self, boundary: TrustBoundary, rect: QRectF) -> None:
-        super().__init__(boundary.id, boundary, boundary_signature(rect))
-        self.name = boundary.name
-        self.color = QColor(boundary.stroke_color or "#ef4444")
-        if not self.color.isValid():
-            self.color = QColor("#ef4444")
-        self.setPos(rect.topLeft())
-        self._rect = QRectF(0.0, 0.0, rect.width(), rect.height())
-        self._title = QRectF(6.0, 4.0, min(rect.width() - 12.0, 260.0), 18.0)
-        stroker = QPainterPathStroker()
-        stroker.setWidth(8.0)
-        outline = QPainterPath()
-        outline.addRect(self._rect)
-        # Only the border and the title pick: clicks inside reach the elements it contains.
-        self._shape = stroker.createStroke(outline)
-        self._shape.addRect(self._title)
-        self._bounds = self._rect.adjusted(-5.0, -5.0, 5.0, 5.0)
-        self.setZValue(0.0)
-
-    def boundingRect(self) -> QRectF:
-        """Qt override: boundingRect."""
-        return self._bounds
-
-    def shape(self) -> QPainterPath:
-        """Qt override: shape."""
-        return self._shape
-
-    def paint(
-        self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
-    ) -> None:
-        """Qt override: paint."""
-        pen = self._pen(self.color, 1.5)
-        pen.setStyle(Qt.PenStyle.DashLine)
-        painter.setPen(pen)
-        fill = QColor(self.color)
-        fill.setAlphaF(0.04)
-        painter.setBrush(QBrush(fill))
-        painter.drawRect(self._rect)
-        painter.setPen(QPen(self.color.darker(130)))
-        painter.setFont(_LABEL_FONT)
-        painter.drawText(self._title, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), self.name)
-
-
-@dataclass(frozen=True)
-class DiagramLayout:
-    """Where every element and boundary goes; elements without a stored position get a grid slot."""
-
-    elements: dict[str, QRectF]
-    boundaries: dict[str, QRectF]
-    unpositioned: int
-
-
-def layout_document(document: ThreatModel) -> DiagramLayout:
-    rects: dict[str, QRectF] = {}
-    missing: list[Element] = []
-    for element in document.elements:
-        if element.position is None:
-            missing.append(element)
-        else:
-            rects[element.id] = QRectF(
-                element.position.x, element.position.y, ELEMENT_WIDTH, ELEMENT_HEIGHT
-            )
-    if missing:
-        bottom = max((r.bottom() for r in rects.values()), default=-GRID_STEP_Y)
-        left = min((r.left() for r in rects.values()), default=0.0)
-        columns = max(1, math.ceil(math.sqrt(len(missing))))
-        top = bottom + GRID_STEP_Y
-        for i, element in enumerate(missing):
-            row, col = divmod(i, columns)
-            rects[element.id] = QRectF(
-                left + col * GRID_STEP_X, top + row * GRID_STEP_Y, ELEMENT_WIDTH, ELEMENT_HEIGHT
-            )
-    boundaries: dict[str, QRectF] = {}
-    for boundary in document.trust_boundaries:
-        members = [rects[m] for m in boundary.contains if m in rects]
-        if boundary.position is not None and boundary.size is not None:
-            boundaries[boundary.id] = QRectF(
-                boundary.position.x, boundary.position.y, boundary.size.width, boundary.size.height
-            )
-            continue
-        if members:
-            box = _union(members).adjusted(
-                -BOUNDARY_PADDING, -BOUNDARY_PADDING - 18.0, BOUNDARY_PADDING, BOUNDARY_PADDING
-            )
-        else:
-            box = QRectF(0.0, 0.0, 400.0, 300.0)
-        if boundary.position is not None:
-            box.moveTopLeft(QPointF(boundary.position.x, boundary.position.y))
-        boundaries[boundary.id] = box
-    return DiagramLayout(rects, boundaries, len(missing))
-
-
-def _has_drawn_entity(document: ThreatModel, section: str, entity_id: str) -> bool:
-    if section not in ("elements", "data_flows", "relationships", "trust_boundaries"):
-        return False
-    return any(e.id == entity_id for e in getattr(document, section))
-
-
-def _union(rects: Iterable[QRectF]) -> QRectF:
-    it = iter(rects)
-    box = QRectF(next(it))
-    for rect in it:
-        box = box.united(rect)
-    return box
+_BADGE_QCOLORS = {key: QColor(value) for key, value in BADGE_COLORS.items()}
+_CENTER = int(Qt.AlignmentFlag.AlignCenter)
+_LEFT = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
 
 
 class DiagramView(QGraphicsView):
-    """The Diagram tab: zoomable, selectable, never edits the document."""
+    """Draws the document from a `DiagramScene`; edits leave as `entityMoved` requests."""
 
     entitySelected = Signal(str, str)
     """(section, id) of the element, flow or trust boundary the user clicked."""
+    entityMoved = Signal(str, str, object)
+    """(section, id, update-action input) after a drag: the window commits it as one step."""
+    addRequested = Signal(str, object)
+    """(section, preset fields) from the context menu."""
+    deleteRequested = Signal(str, str)
     zoomChanged = Signal(float)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("diagramView")
-        self._scene = QGraphicsScene(self)
-        self._scene.setObjectName("diagramScene")
-        self.setScene(self._scene)
-        self.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        self.setAccessibleName("Data-flow diagram")
+        self._qscene = QGraphicsScene(self)
+        self._qscene.setObjectName("diagramScene")
+        self.setScene(self._qscene)
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
-        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
-        self.setBackgroundBrush(QBrush(QColor("#f8fafc")))
-        self._items: dict[tuple[str, str], _EntityItem] = {}
-        self._suppress_selection_signal = False
-        self._needs_fit = False
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
+        self.setMouseTracking(True)
+        self.legend = DiagramLegend(self)
+        self.thinned_label = QLabel(self)
+        self.thinned_label.setObjectName("diagramThinnedNote")
+        self.thinned_label.setAccessibleName("Flows drawn at this zoom")
+        self.thinned_label.setAutoFillBackground(True)
+        self.thinned_label.setMargin(4)
+        self.thinned_label.move(8, 8)
+        self.thinned_label.hide()
+        self._geometry: DiagramScene | None = None
         self._document: ThreatModel | None = None
         self._stale = False
         self._keep_view = True
         self._built_once = False
-        self._pending_selection: tuple[str, str] | None = None
-        self.items_created = 0
-        """Items made since the last full draw (tests check that edits reuse the rest)."""
-        self._scene.selectionChanged.connect(self._on_scene_selectionChanged)
+        self._needs_fit = False
+        self._selected: tuple[str, str] | None = None
+        self._press: tuple[QPointF, tuple[str, str] | None] | None = None
+        self._drag: tuple[str, int, QPointF, QPointF] | None = None
+        """(section, index, scene point pressed, the entity's top-left then) while dragging."""
+        self._dragged = False
+        self._text_cache: dict[tuple[str, int, int], tuple[str, ...]] = {}
+        self._overview: tuple[Any, ...] | None = None
+        self._picture: tuple[DiagramScene, tuple[float, QRectF, QImage, int] | None] | None = None
+        self.builds = 0
+        """Full geometry builds so far (tests check a hidden view builds nothing)."""
+        self.last_paint_seconds = 0.0
 
     # -- public API -------------------------------------------------------------------------
 
@@ -574,98 +135,54 @@ class DiagramView(QGraphicsView):
         return not self._stale
 
     @property
-    def item_count(self) -> int:
+    def geometry_scene(self) -> DiagramScene | None:
         self.ensure_built()
-        return len(self._items)
+        return self._geometry
 
-    def item_for(self, section: str, entity_id: str) -> QGraphicsItem | None:
+    @property
+    def item_count(self) -> int:
+        """Entities the diagram draws (elements, flows, relationships, boundaries)."""
         self.ensure_built()
-        return self._items.get((section, entity_id))
+        return self._geometry.entity_count if self._geometry is not None else 0
+
+    def entity_rect(self, section: str, entity_id: str) -> QRectF | None:
+        self.ensure_built()
+        return self._geometry.entity_rect(section, entity_id) if self._geometry else None
 
     def set_document(self, document: ThreatModel | None, *, keep_view: bool = True) -> None:
         """Show `document`; with `keep_view` the zoom, scroll and selection stay.
 
-        A hidden view only remembers the document and draws it when first shown, so opening
-        a 10k-element model does not pay for a diagram nobody is looking at yet.
+        A hidden view only remembers the document and builds its geometry when first shown,
+        so opening a model never pays for a diagram nobody is looking at yet.
         """
         self._document = document
-        if not keep_view:
-            self._pending_selection = None
         self._keep_view = self._keep_view and keep_view if self._stale else keep_view
+        if not keep_view:
+            self._selected = None
         self._stale = True
+        self._drag = None
         if self.isVisible():
             self._rebuild()
 
     def ensure_built(self) -> None:
-        """Draw the pending document now, even while hidden (tests, screenshots)."""
+        """Build the pending document's geometry now, even while hidden (tests, export)."""
         if self._stale:
             self._rebuild()
 
-    def _rebuild(self) -> None:
-        pending = self._pending_selection
-        if pending is not None:
-            selected: tuple[str, str] | None = pending if pending[0] else None
-        else:
-            selected = self._scene_selected_key() if self._keep_view else None
-        self._stale = False
-        self._pending_selection = None
-        center = self.mapToScene(self.viewport().rect().center())
-        incremental = self._keep_view and self._built_once and self._document is not None
-        self._suppress_selection_signal = True
-        try:
-            if incremental:
-                assert self._document is not None
-                self._update(self._document)
-            else:
-                self._scene.clear()
-                self._items = {}
-                self.items_created = 0
-                if self._document is not None:
-                    self._build(self._document)
-        finally:
-            self._suppress_selection_signal = False
-        if selected is not None:
-            self.select_entity(*selected, center_on=False)
-        if self._keep_view and self._built_once and not self._needs_fit:
-            self.centerOn(center)
-        else:
-            self.fit()
-        self._built_once = True
-        self._keep_view = True
-
     def selected_key(self) -> tuple[str, str] | None:
-        if self._stale and self._pending_selection is not None:
-            return self._pending_selection if self._pending_selection[0] else None
-        return self._scene_selected_key()
-
-    def _scene_selected_key(self) -> tuple[str, str] | None:
-        for item in self._scene.selectedItems():
-            if isinstance(item, _EntityItem):
-                return (item.section, item.entity_id)
-        return None
+        return self._selected
 
     def select_entity(self, section: str, entity_id: str, *, center_on: bool = True) -> bool:
-        """Select the item for an entity without re-emitting `entitySelected`.
-
-        While the view is hidden and not yet drawn, the selection is remembered and applied
-        when it is, so picking in the tree never forces a 10k-item diagram build.
-        """
-        if self._stale and not self.isVisible():
-            self._pending_selection = (section, entity_id)
-            return self._document is not None and _has_drawn_entity(
-                self._document, section, entity_id
-            )
-        item = self._items.get((section, entity_id))
-        self._suppress_selection_signal = True
-        try:
-            self._scene.clearSelection()
-            if item is not None:
-                item.setSelected(True)
-                if center_on:
-                    self.centerOn(item)
-        finally:
-            self._suppress_selection_signal = False
-        return item is not None
+        """Highlight an entity without re-emitting `entitySelected`; False if it is not drawn."""
+        key = (section, entity_id)
+        drawn = self._is_drawn_entity(section, entity_id)
+        self._selected = key if drawn else None
+        if drawn and center_on and not self._stale:
+            rect = self.entity_rect(section, entity_id)
+            if rect is not None and not self._viewport_scene_rect().contains(rect.center()):
+                self.centerOn(rect.center())
+        self.viewport().update()
+        return drawn
 
     def zoom_in(self) -> None:
         self._zoom_by(ZOOM_STEP)
@@ -674,21 +191,517 @@ class DiagramView(QGraphicsView):
         self._zoom_by(1.0 / ZOOM_STEP)
 
     def fit(self) -> None:
-        bounds = self._scene.itemsBoundingRect()
-        if bounds.isEmpty():
+        self.ensure_built()
+        bounds = self._qscene.sceneRect()
+        if self._geometry is None or bounds.isEmpty():
             self.resetTransform()
             return
         if not self.isVisible() or self.viewport().width() < 10:
             # The viewport has no real size until shown; fit again on the first show.
             self._needs_fit = True
-        self.fitInView(bounds.adjusted(-20.0, -20.0, 20.0, 20.0), Qt.AspectRatioMode.KeepAspectRatio)
+        content = self._geometry.bounds()
+        self.fitInView(content.adjusted(-20.0, -20.0, 20.0, 20.0), Qt.AspectRatioMode.KeepAspectRatio)
         self._clamp_zoom()
         self.zoomChanged.emit(self.current_scale())
 
     def current_scale(self) -> float:
         return float(self.transform().m11())
 
+    # -- building ---------------------------------------------------------------------------
+
+    def _is_drawn_entity(self, section: str, entity_id: str) -> bool:
+        if self._geometry is not None and not self._stale:
+            return self._geometry.has(section, entity_id)
+        document = self._document
+        if document is None or section not in (
+            "elements", "data_flows", "relationships", "trust_boundaries"
+        ):
+            return False
+        return any(e.id == entity_id for e in getattr(document, section))
+
+    def _rebuild(self) -> None:
+        self._stale = False
+        center = self.mapToScene(self.viewport().rect().center())
+        keep = self._keep_view and self._built_once and self._document is not None
+        previous = self._geometry if keep else None
+        self._overview = self._picture = None
+        self._geometry = DiagramScene(self._document, previous) if self._document is not None else None
+        self.builds += 1
+        if self._geometry is None:
+            self._qscene.setSceneRect(QRectF())
+        else:
+            bounds = self._geometry.bounds()
+            # Room to pan past the edges, as on paper.
+            margin = max(bounds.width(), bounds.height(), 800.0) * 0.25
+            self._qscene.setSceneRect(bounds.adjusted(-margin, -margin, margin, margin))
+        if self._selected is not None and not self._is_drawn_entity(*self._selected):
+            self._selected = None
+        if keep and not self._needs_fit:
+            self.centerOn(center)
+        else:
+            self.fit()
+        self._built_once = True
+        self._keep_view = True
+        self.viewport().update()
+
+    # -- painting ---------------------------------------------------------------------------
+
+    def drawBackground(self, painter: QPainter, rect: QRectF | QRect) -> None:
+        """Qt override: drawBackground (the whole diagram is drawn here, area by area)."""
+        rect = QRectF(rect)
+        painter.fillRect(rect, self.palette().color(QPalette.ColorRole.Base))
+        geometry = self._geometry
+        if geometry is None or self._stale:
+            return
+        scale = self.current_scale()
+        image = self._overview_picture(geometry)
+        if image is not None and scale <= image[0] * 1.5:
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
+            painter.drawImage(image[1], image[2])
+            self._note_thinned(image[3], len(geometry.flows))
+            self._paint_selection(painter, geometry, scale)
+            return
+        # Far away, a larger cached scan is cheap to draw (lists built once): keep it longer.
+        wide = geometry.visible(rect, 4.0 if scale < SHAPES_LOD else 1.5)
+        if scale < SHAPES_LOD:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+            self._paint_overview(painter, geometry, wide)
+            self._paint_selection(painter, geometry, scale)
+            return
+        visible = geometry.exactly_in(rect)
+        detailed = len(visible.elements) <= MAX_TEXT_ITEMS * 4
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, detailed)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        self._paint_boundaries(painter, geometry, visible, scale)
+        self._paint_flows(painter, geometry, visible, rect, scale, detailed)
+        self._paint_elements(painter, geometry, visible, rect, scale, detailed)
+        self._paint_selection(painter, geometry, scale)
+
+    def _overview_picture(self, geometry: DiagramScene) -> tuple[float, QRectF, QImage, int] | None:
+        """(its scale, the scene area it shows, the picture, flows drawn), drawn once per
+        geometry; None for a diagram small enough to draw as it is at every zoom."""
+        cached = self._picture
+        if cached is not None and cached[0] is geometry:
+            return cached[1]
+        picture: tuple[float, QRectF, QImage, int] | None = None
+        bounds = geometry.bounds()
+        longest = max(bounds.width(), bounds.height(), 1.0)
+        picture_scale = min(OVERVIEW_PIXELS / longest, SHAPES_LOD)
+        if len(geometry.elements) + len(geometry.flows) > 3000 and picture_scale < SHAPES_LOD:
+            image = QImage(max(1, math.ceil(bounds.width() * picture_scale)),
+                           max(1, math.ceil(bounds.height() * picture_scale)),
+                           QImage.Format.Format_ARGB32_Premultiplied)
+            image.fill(self.palette().color(QPalette.ColorRole.Base))
+            painter = QPainter(image)
+            painter.scale(picture_scale, picture_scale)
+            painter.translate(-bounds.left(), -bounds.top())
+            everything = geometry.visible(bounds.adjusted(-1.0, -1.0, 1.0, 1.0))
+            with gc_paused():
+                drawn = self._paint_overview(painter, geometry, everything, OVERVIEW_FLOWS)
+            painter.end()
+            self._overview = None
+            picture = (picture_scale, QRectF(bounds), image, drawn)
+        self._picture = (geometry, picture)
+        return picture
+
+    def _paint_overview(self, painter: QPainter, geometry: DiagramScene, wide: VisibleSet,
+                        max_flows: int = MAX_FLOWS_DRAWN) -> int:
+        """Far away: flat boxes, plain lines and badge squares, from lists built once per scan
+        (panning reuses them; Qt clips what is off screen)."""
+        cached = self._overview
+        if cached is None or cached[0] is not wide:
+            elements, flows = geometry.elements, geometry.flows
+            by_role: dict[ShapeRole, list[QRectF]] = {role: [] for role in ShapeRole}
+            dots: dict[Any, list[QRectF]] = {}
+            for i in wide.elements:
+                element = elements[i]
+                by_role[element.look.role].append(element.rect)
+                if element.badge is not None:
+                    x1, y0 = element.box[2], element.box[1]
+                    dots.setdefault(element.badge.worst_open, []).append(
+                        QRectF(x1 - 30.0, y0, 30.0, 30.0))
+            shown = wide.flows
+            if len(shown) > max_flows:
+                shown = shown[:: math.ceil(len(shown) / max_flows)]
+            solid = [geometry.center_line(i) for i in shown if flows[i].section == "data_flows"]
+            dashed = [geometry.center_line(i) for i in shown if flows[i].section != "data_flows"]
+            cached = self._overview = (wide, by_role, dots, solid, dashed, len(shown), len(wide.flows))
+        _wide, by_role, dots, solid, dashed, drawn, total = cached
+        self._note_thinned(drawn, total)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        for boundary in (geometry.boundaries[i] for i in wide.boundaries):
+            painter.setPen(self._cosmetic(boundary.color, 1.0))
+            painter.drawRect(boundary.rect)
+        painter.setPen(self._cosmetic(_FLOW_COLOR, 1.0))
+        painter.drawLines(solid)
+        if dashed:
+            pen = self._cosmetic(_FLOW_COLOR, 1.0)
+            pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawLines(dashed)
+        for role, rects in by_role.items():
+            if rects:
+                fill = _ROLE_FILL[role] if role is not ShapeRole.ANNOTATION else QColor(148, 163, 184, 90)
+                painter.setBrush(QBrush(fill))
+                # A box is a few pixels here: its outline in the role's tint keeps it visible.
+                painter.setPen(self._cosmetic(fill.darker(160), 1.0))
+                painter.drawRects(rects)
+        painter.setPen(Qt.PenStyle.NoPen)
+        for severity, rects in dots.items():
+            painter.setBrush(QBrush(_BADGE_QCOLORS[severity]))
+            painter.drawRects(rects)
+        return drawn
+
+    def _note_thinned(self, drawn: int, total: int) -> None:
+        thinned = drawn < total
+        if thinned:
+            text = f"Zoom in to see every flow: {drawn:,} of {total:,} drawn at this zoom"
+            if self.thinned_label.text() != text:
+                self.thinned_label.setText(text)
+                self.thinned_label.adjustSize()
+        if thinned != self.thinned_label.isVisible():
+            self.thinned_label.setVisible(thinned)
+
+    def _cosmetic(self, color: QColor, width: float = 1.2) -> QPen:
+        pen = QPen(color, width)
+        pen.setCosmetic(True)  # the same on-screen width at every zoom
+        return pen
+
+    def _font(self, scale: float, base: float) -> QFont:
+        font = QFont(self.font())
+        font.setPixelSize(max(1, round(max(base, MIN_TEXT_PIXELS / scale))))
+        return font
+
+    def _paint_boundaries(self, painter: QPainter, geometry: DiagramScene, visible: VisibleSet,
+                          scale: float) -> None:
+        if not visible.boundaries:
+            return
+        font = self._font(scale, 13.0)
+        for i in visible.boundaries:
+            boundary = geometry.boundaries[i]
+            pen = self._cosmetic(boundary.color, 1.5)
+            pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            fill = QColor(boundary.color)
+            fill.setAlphaF(0.05)
+            painter.setBrush(QBrush(fill))
+            painter.drawRoundedRect(boundary.rect, 10.0, 10.0)
+            if scale >= NAMES_LOD:
+                painter.setFont(font)
+                # The boundary's own colour, toned so its name reads on the canvas either way.
+                dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
+                painter.setPen(QPen(boundary.color.lighter(150) if dark else boundary.color.darker(115)))
+                title = QRectF(boundary.rect.left() + 10.0, boundary.rect.top() + 4.0,
+                               boundary.rect.width() - 20.0, font.pixelSize() * 1.4)
+                metrics = QFontMetricsF(font)
+                painter.drawText(title, _LEFT, metrics.elidedText(
+                    boundary.name, Qt.TextElideMode.ElideRight, title.width()))
+
+    def _paint_flows(self, painter: QPainter, geometry: DiagramScene, visible: VisibleSet,
+                     rect: QRectF, scale: float, detailed: bool) -> None:
+        solid: list[QLineF] = []
+        dashed: list[QLineF] = []
+        near = scale >= NAMES_LOD
+        line_of = geometry.line if near else geometry.center_line
+        flows = geometry.flows
+        shown = visible.flows
+        if len(shown) > MAX_FLOWS_DRAWN:
+            shown = shown[:: math.ceil(len(shown) / MAX_FLOWS_DRAWN)]
+        self._note_thinned(len(shown), len(visible.flows))
+        for i in shown:
+            (dashed if flows[i].section == "relationships" else solid).append(line_of(i))
+        painter.setPen(self._cosmetic(_FLOW_COLOR, 1.2 if detailed else 1.0))
+        painter.drawLines(solid)
+        if dashed:
+            pen = self._cosmetic(_FLOW_COLOR)
+            pen.setStyle(Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawLines(dashed)
+        if scale < NAMES_LOD or len(visible.flows) > MAX_TEXT_ITEMS:
+            return
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QBrush(_FLOW_COLOR))
+        reach = rect.adjusted(-LABEL_REACH, -LABEL_REACH, LABEL_REACH, LABEL_REACH)
+        for i in visible.flows:
+            line = geometry.line(i)
+            if reach.contains(line.p2()):
+                painter.drawPolygon(_arrow_head(line, 11.0))
+        labels = scale >= LABELS_LOD
+        font = self._font(scale, 11.0)
+        metrics = QFontMetricsF(font)
+        base = self.palette().color(QPalette.ColorRole.Base)
+        halo = QColor(base)
+        halo.setAlpha(225)
+        text_color = self.palette().color(QPalette.ColorRole.Text)
+        for i in geometry.exactly_in(reach).flows:
+            flow = geometry.flows[i]
+            middle = geometry.line(i).center()
+            if not reach.contains(middle):
+                continue
+            if labels and flow.label:
+                painter.setFont(font)
+                text = metrics.elidedText(flow.label, Qt.TextElideMode.ElideRight, 220.0)
+                width = metrics.horizontalAdvance(text) + 8.0
+                box = QRectF(middle.x() - width / 2, middle.y() - metrics.height() / 2 - 1.0,
+                             width, metrics.height() + 2.0)
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(QBrush(halo))
+                painter.drawRect(box)
+                painter.setPen(QPen(text_color))
+                painter.drawText(box, _CENTER, text)
+            if flow.badge is not None:
+                offset = metrics.height() if labels and flow.label else 0.0
+                self._paint_badge(painter, QPointF(middle.x(), middle.y() + offset), flow.badge,
+                                  scale, 9.0, labels)
+
+    def _paint_elements(self, painter: QPainter, geometry: DiagramScene, visible: VisibleSet,
+                        rect: QRectF, scale: float, detailed: bool) -> None:
+        elements = geometry.elements
+        by_role: dict[ShapeRole, list[QRectF]] = {role: [] for role in ShapeRole}
+        for i in visible.elements:
+            element = elements[i]
+            by_role[element.look.role].append(element.rect)
+        painter.setPen(self._cosmetic(_OUTLINE, 1.2))
+        for role, rects in by_role.items():
+            if not rects:
+                continue
+            if role is ShapeRole.ANNOTATION:
+                if detailed:
+                    continue
+                painter.setBrush(QBrush(QColor(148, 163, 184, 90)))
+            else:
+                painter.setBrush(QBrush(_ROLE_FILL[role]))
+            if not detailed:
+                # Far away a box is a few pixels: its outline in the role's tint keeps it visible.
+                painter.setPen(self._cosmetic(_ROLE_FILL[role].darker(160), 1.0))
+            if not detailed or role is ShapeRole.ACTOR:
+                painter.drawRects(rects)
+            elif role is ShapeRole.SERVICE:
+                for r in rects:
+                    painter.drawRoundedRect(r, 16.0, 16.0)
+            else:  # a DFD data store: closed top and bottom, open sides
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.drawRects(rects)
+                painter.setPen(self._cosmetic(_OUTLINE, 2.0))
+                painter.drawLines([QLineF(r.topLeft(), r.topRight()) for r in rects]
+                                  + [QLineF(r.bottomLeft(), r.bottomRight()) for r in rects])
+                painter.setPen(self._cosmetic(_OUTLINE, 1.2))
+        if not detailed:
+            self._paint_badge_dots(painter, geometry, visible)
+            return
+        show_names = scale >= NAMES_LOD and len(visible.elements) <= MAX_TEXT_ITEMS
+        labels = scale >= LABELS_LOD
+        type_labels = scale >= TYPE_LABELS_LOD
+        if show_names:
+            font = self._font(scale, 12.0)
+            font.setBold(True)
+            small = self._font(scale, 10.0)
+            metrics = QFontMetricsF(font)
+            for i in visible.elements:
+                element = elements[i]
+                if rect.intersects(element.rect):
+                    self._paint_name(painter, element, font, metrics, small, type_labels)
+        badge_area = rect.adjusted(-40.0, -40.0, 40.0, 40.0)
+        for i in geometry.exactly_in(badge_area).elements:
+            element = elements[i]
+            if element.badge is not None and element.look.role is not ShapeRole.ANNOTATION:
+                self._paint_badge(painter, element.rect.topRight(), element.badge, scale, 11.0, labels)
+
+    def _paint_name(self, painter: QPainter, element: DrawnElement, font: QFont,
+                    metrics: QFontMetricsF, small: QFont, labels: bool) -> None:
+        r = element.rect
+        annotation = element.look.role is ShapeRole.ANNOTATION
+        type_room = 0.0 if annotation or not labels else small.pixelSize() * 1.3
+        lines = self._name_lines(element.name, font, metrics, r.width() - 12.0,
+                                 r.height() - 6.0 - type_room)
+        painter.setFont(font)
+        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Text) if annotation else _INK))
+        line_height = metrics.height()
+        top = r.center().y() - (line_height * len(lines) + type_room) / 2
+        for n, text in enumerate(lines):
+            painter.drawText(QRectF(r.left() + 6.0, top + n * line_height, r.width() - 12.0,
+                                    line_height), _CENTER, text)
+        if type_room:
+            painter.setFont(small)
+            painter.setPen(QPen(_MUTED_INK))
+            painter.drawText(QRectF(r.left() + 4.0, top + len(lines) * line_height,
+                                    r.width() - 8.0, type_room), _CENTER,
+                             QFontMetricsF(small).elidedText(
+                                 element.look.label, Qt.TextElideMode.ElideRight, r.width() - 8.0))
+
+    def _name_lines(self, name: str, font: QFont, metrics: QFontMetricsF, width: float,
+                    height: float) -> tuple[str, ...]:
+        """The name on one or two lines (word-wrapped, then elided), cached per size."""
+        key = (name, font.pixelSize(), int(width))
+        cached = self._text_cache.get(key)
+        if cached is not None:
+            return cached
+        if len(self._text_cache) > 20_000:
+            self._text_cache.clear()
+        elide = Qt.TextElideMode.ElideRight
+        if metrics.horizontalAdvance(name) <= width or height < metrics.height() * 2:
+            lines: tuple[str, ...] = (metrics.elidedText(name, elide, width),)
+        else:
+            words = name.split()
+            first = ""
+            while words and metrics.horizontalAdvance((first + " " + words[0]).strip()) <= width:
+                first = (first + " " + words.pop(0)).strip()
+            if not first:  # one long word: break it where it stops fitting
+                first = metrics.elidedText(name, elide, width)
+                lines = (first,)
+            else:
+                lines = (first, metrics.elidedText(" ".join(words), elide, width))
+        self._text_cache[key] = lines
+        return lines
+
+    def _paint_badge(self, painter: QPainter, center: QPointF, badge: ThreatBadge, scale: float,
+                     radius: float, with_count: bool) -> None:
+        r = max(radius, 5.0 / scale)
+        painter.setPen(self._cosmetic(QColor("white"), 1.5))
+        painter.setBrush(QBrush(_BADGE_QCOLORS[badge.worst_open]))
+        painter.drawEllipse(center, r, r)
+        if with_count:
+            font = self._font(scale, r * 1.1)
+            font.setBold(True)
+            painter.setFont(font)
+            painter.setPen(QPen(QColor("white")))
+            painter.drawText(QRectF(center.x() - r, center.y() - r, 2 * r, 2 * r), _CENTER,
+                             str(badge.count) if badge.count < 100 else "99+")
+
+    def _paint_badge_dots(self, painter: QPainter, geometry: DiagramScene, visible: VisibleSet) -> None:
+        """Tiny scale: a square per element with threats, in its worst open severity's colour."""
+        dots: dict[Any, list[QRectF]] = {}
+        for i in visible.elements:
+            element = geometry.elements[i]
+            if element.badge is not None:
+                corner = element.rect.topRight()
+                dots.setdefault(element.badge.worst_open, []).append(
+                    QRectF(corner.x() - 30.0, corner.y(), 30.0, 30.0))
+        painter.setPen(Qt.PenStyle.NoPen)
+        for severity, rects in dots.items():
+            painter.setBrush(QBrush(_BADGE_QCOLORS[severity]))
+            painter.drawRects(rects)
+
+    def _paint_selection(self, painter: QPainter, geometry: DiagramScene, scale: float) -> None:
+        if self._selected is None:
+            return
+        section, entity_id = self._selected
+        pen = self._cosmetic(_SELECTED, 3.0)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        if section == "elements" and entity_id in geometry.element_index:
+            painter.drawRect(geometry.elements[geometry.element_index[entity_id]].rect.adjusted(
+                -3.0, -3.0, 3.0, 3.0))
+        elif section == "trust_boundaries" and entity_id in geometry.boundary_index:
+            painter.drawRoundedRect(geometry.boundaries[geometry.boundary_index[entity_id]].rect,
+                                    10.0, 10.0)
+        elif (section, entity_id) in geometry.flow_index:
+            line = geometry.line(geometry.flow_index[(section, entity_id)])
+            painter.drawLine(line)
+            painter.setBrush(QBrush(_SELECTED))
+            painter.drawPolygon(_arrow_head(line, max(11.0, 6.0 / scale)))
+
     # -- Qt overrides -----------------------------------------------------------------------
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        """Qt override: mousePressEvent (a press on an entity selects it and may start a drag)."""
+        if event.button() != Qt.MouseButton.LeftButton or self._geometry is None:
+            super().mousePressEvent(event)
+            return
+        point = self.mapToScene(event.position().toPoint())
+        hit = self._geometry.hit(point, self._tolerance())
+        if hit is None:
+            self._press = None
+            super().mousePressEvent(event)  # empty canvas: pan
+            return
+        self._press = (QPointF(event.position()), hit)
+        self._dragged = False
+        geometry = self._geometry
+        if hit[0] == "elements":
+            index = geometry.element_index[hit[1]]
+            self._drag = ("elements", index, point, geometry.elements[index].rect.topLeft())
+        elif hit[0] == "trust_boundaries":
+            index = geometry.boundary_index[hit[1]]
+            self._drag = ("trust_boundaries", index, point, geometry.boundaries[index].rect.topLeft())
+        else:
+            self._drag = None
+        if hit != self._selected:
+            self._selected = hit
+            self.viewport().update()
+            self.entitySelected.emit(*hit)
+        event.accept()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        """Qt override: mouseMoveEvent (drags move the entity; hovering shows its full name)."""
+        if self._drag is not None and self._press is not None and self._geometry is not None:
+            travelled = (QPointF(event.position()) - self._press[0]).manhattanLength()
+            if self._dragged or travelled >= DRAG_THRESHOLD:
+                self._dragged = True
+                section, index, pressed, origin = self._drag
+                delta = self.mapToScene(event.position().toPoint()) - pressed
+                target = QPointF(round(origin.x() + delta.x()), round(origin.y() + delta.y()))
+                if section == "elements":
+                    self._geometry.move_element(index, target)
+                else:
+                    self._geometry.move_boundary(index, target)
+                self.viewport().update()
+            event.accept()
+            return
+        if event.buttons() == Qt.MouseButton.NoButton and self._geometry is not None:
+            self._show_hover(event)
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        """Qt override: mouseReleaseEvent (a finished drag becomes one edit request)."""
+        drag, dragged = self._drag, self._dragged
+        self._drag, self._press, self._dragged = None, None, False
+        if drag is not None and dragged and self._geometry is not None:
+            section, index, _pressed, _origin = drag
+            if section == "elements":
+                element = self._geometry.elements[index]
+                top_left = element.rect.topLeft()
+                self.entityMoved.emit("elements", element.entity_id,
+                                      {"position": {"x": top_left.x(), "y": top_left.y()}})
+            else:
+                boundary = self._geometry.boundaries[index]
+                r = boundary.rect
+                self.entityMoved.emit("trust_boundaries", boundary.entity_id, {
+                    "position": {"x": r.x(), "y": r.y()},
+                    "size": {"width": r.width(), "height": r.height()},
+                })
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """Qt override: contextMenuEvent (add here, or act on the entity under the mouse)."""
+        if self._document is None or self._geometry is None:
+            return
+        point = self.mapToScene(event.pos())
+        hit = self._geometry.hit(point, self._tolerance())
+        menu = QMenu(self)
+        menu.setObjectName("diagramContextMenu")
+        if hit is None:
+            position = {"x": round(point.x() - 80.0), "y": round(point.y() - 30.0)}
+            action = menu.addAction("Add element here…")
+            action.triggered.connect(
+                lambda _c=False: self.addRequested.emit("elements", {"position": position}))
+        else:
+            section, entity_id = hit
+            if section == "elements":
+                menu.addAction("Add threat on this element…").triggered.connect(
+                    lambda _c=False: self.addRequested.emit("threats", {"element": entity_id}))
+                menu.addAction("Add data flow from this element…").triggered.connect(
+                    lambda _c=False: self.addRequested.emit("data_flows", {"from": entity_id}))
+            elif section == "data_flows":
+                menu.addAction("Add threat on this flow…").triggered.connect(
+                    lambda _c=False: self.addRequested.emit("threats", {"flow": entity_id}))
+            if section != "relationships":
+                menu.addSeparator()
+                menu.addAction(f"Delete “{entity_id}”").triggered.connect(
+                    lambda _c=False: self.deleteRequested.emit(section, entity_id))
+        menu.popup(event.globalPos())
+        menu.aboutToHide.connect(menu.deleteLater)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         """Qt override: wheelEvent (ctrl+wheel zooms; a plain wheel scrolls)."""
@@ -701,7 +714,7 @@ class DiagramView(QGraphicsView):
         super().wheelEvent(event)
 
     def showEvent(self, event: Any) -> None:
-        """Qt override: showEvent (completes a fit requested before the view had a size)."""
+        """Qt override: showEvent (builds a pending document; completes an early fit)."""
         super().showEvent(event)
         if self._stale:
             self._rebuild()
@@ -711,14 +724,59 @@ class DiagramView(QGraphicsView):
             self._needs_fit = False
 
     def resizeEvent(self, event: Any) -> None:
-        """Qt override: resizeEvent."""
+        """Qt override: resizeEvent (keeps the legend in its corner)."""
         super().resizeEvent(event)
+        self.legend.place()
         if self._needs_fit and self.isVisible():
             self._needs_fit = False
             self.fit()
             self._needs_fit = False
 
     # -- internals --------------------------------------------------------------------------
+
+    def _tolerance(self) -> float:
+        return 6.0 / max(self.current_scale(), 1e-6)
+
+    def _viewport_scene_rect(self) -> QRectF:
+        return self.mapToScene(self.viewport().rect()).boundingRect()
+
+    def _show_hover(self, event: QMouseEvent) -> None:
+        assert self._geometry is not None
+        hit = self._geometry.hit(self.mapToScene(event.position().toPoint()), self._tolerance())
+        text = self._hover_text(hit)
+        if text:
+            QToolTip.showText(event.globalPosition().toPoint(), text, self.viewport())
+        else:
+            QToolTip.hideText()
+
+    def _hover_text(self, hit: tuple[str, str] | None) -> str:
+        geometry = self._geometry
+        if hit is None or geometry is None:
+            return ""
+        section, entity_id = hit
+        if section == "elements":
+            element = geometry.elements[geometry.element_index[entity_id]]
+            text = f"{element.name}\n{element.look.label} · {entity_id}"
+            badge = element.badge
+        elif section == "trust_boundaries":
+            return f"{geometry.boundaries[geometry.boundary_index[entity_id]].name} (trust boundary)"
+        else:
+            flow = geometry.flows[geometry.flow_index[(section, entity_id)]]
+            source = geometry.elements[flow.source].name
+            target = geometry.elements[flow.target].name
+            text = f"{flow.label or entity_id}\n{source} → {target}"
+            badge = flow.badge
+        if badge is not None:
+            worst = badge.worst_open.value if badge.worst_open else "all handled"
+            text += f"\n{badge.count} threat{'s' if badge.count != 1 else ''} (worst open: {worst})"
+        return text
+
+    def hover_text_at(self, scene_point: QPointF) -> str:
+        """What hovering over a scene point shows (the full name and its threats)."""
+        self.ensure_built()
+        if self._geometry is None:
+            return ""
+        return self._hover_text(self._geometry.hit(scene_point, self._tolerance()))
 
     def _zoom_by(self, factor: float) -> None:
         target = self.current_scale() * factor
@@ -734,104 +792,15 @@ class DiagramView(QGraphicsView):
         elif 0 < scale < MIN_SCALE:
             self.scale(MIN_SCALE / scale, MIN_SCALE / scale)
 
-    def _build(self, document: ThreatModel) -> None:
-        layout = layout_document(document)
-        badges = _badges(document)
-        scene = self._scene
-        # Indexing while adding thousands of items costs a re-balance per insert; build the
-        # BSP index once at the end instead.
-        scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
-        for boundary in document.trust_boundaries:
-            self._add(BoundaryItem(boundary, layout.boundaries[boundary.id]))
-        looks: dict[str, ElementLook] = {}
-        for element in document.elements:
-            look = looks.get(element.type)
-            if look is None:
-                look = looks[element.type] = element_look(element.type)
-            self._add(ElementItem(element, layout.elements[element.id], badges.get(element.id), look))
-        for flow in document.data_flows:
-            source = layout.elements.get(flow.from_)
-            target = layout.elements.get(flow.to)
-            if source is not None and target is not None:
-                self._add(FlowItem(flow, source, target))
-        for relationship in document.relationships:
-            source = layout.elements.get(relationship.from_)
-            target = layout.elements.get(relationship.to)
-            if source is not None and target is not None:
-                self._add(RelationshipItem(relationship, source, target))
-        scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
-        scene.setSceneRect(scene.itemsBoundingRect().adjusted(-200.0, -200.0, 200.0, 200.0))
 
-    def _update(self, document: ThreatModel) -> None:
-        """Redraw after an edit: keep every item whose entity and geometry are unchanged.
-
-        An edit replaces only the entities it touches (the rest are the same objects), so
-        a commit on a 10k-element model swaps a handful of items instead of 25,000.
-        """
-        layout = layout_document(document)
-        badges = _badges(document)
-        previous = self._items
-        self._items = {}
-        looks: dict[str, ElementLook] = {}
-        for boundary in document.trust_boundaries:
-            rect = layout.boundaries[boundary.id]
-            self._keep_or_add(
-                previous, "trust_boundaries", boundary, boundary_signature(rect),
-                partial(BoundaryItem, boundary, rect),
-            )
-        for element in document.elements:
-            look = looks.get(element.type)
-            if look is None:
-                look = looks[element.type] = element_look(element.type)
-            rect = layout.elements[element.id]
-            badge = badges.get(element.id)
-            self._keep_or_add(
-                previous, "elements", element, element_signature(rect, badge, look),
-                partial(ElementItem, element, rect, badge, look),
-            )
-        for flow in document.data_flows:
-            source = layout.elements.get(flow.from_)
-            target = layout.elements.get(flow.to)
-            if source is not None and target is not None:
-                self._keep_or_add(
-                    previous, "data_flows", flow, flow_signature(source, target),
-                    partial(FlowItem, flow, source, target),
-                )
-        for relationship in document.relationships:
-            source = layout.elements.get(relationship.from_)
-            target = layout.elements.get(relationship.to)
-            if source is not None and target is not None:
-                self._keep_or_add(
-                    previous, "relationships", relationship, flow_signature(source, target),
-                    partial(RelationshipItem, relationship, source, target),
-                )
-        for gone in previous.values():
-            self._scene.removeItem(gone)
-
-    def _keep_or_add(
-        self,
-        previous: dict[tuple[str, str], _EntityItem],
-        section: str,
-        entity: Any,
-        signature: tuple[Any, ...],
-        create: Callable[[], _EntityItem],
-    ) -> None:
-        old = previous.pop((section, entity.id), None)
-        if old is not None and old.source is entity and old.signature == signature:
-            self._items[(section, entity.id)] = old
-            return
-        if old is not None:
-            self._scene.removeItem(old)
-        self._add(create())
-
-    def _add(self, item: _EntityItem) -> None:
-        self._scene.addItem(item)
-        self._items[(item.section, item.entity_id)] = item
-        self.items_created += 1
-
-    def _on_scene_selectionChanged(self) -> None:
-        if self._suppress_selection_signal:
-            return
-        key = self._scene_selected_key()
-        if key is not None:
-            self.entitySelected.emit(*key)
+def _arrow_head(line: QLineF, size: float) -> QPolygonF:
+    if line.length() == 0:
+        return QPolygonF()
+    angle = math.atan2(line.dy(), line.dx())
+    tip = line.p2()
+    spread = math.pi / 7
+    return QPolygonF([
+        tip,
+        QPointF(tip.x() - size * math.cos(angle - spread), tip.y() - size * math.sin(angle - spread)),
+        QPointF(tip.x() - size * math.cos(angle + spread), tip.y() - size * math.sin(angle + spread)),
+    ])

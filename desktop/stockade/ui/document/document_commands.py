@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject
 
 from stockade.thf.errors import ThfError
-from stockade.ui.common.prompts import UnsavedChoice
+from stockade.thf.model import ThreatModel
+from stockade.tools import actions
+from stockade.tools.schema import parse_input
+from stockade.ui.common.prompts import UnsavedChoice, await_dialog
 from stockade.ui.document.document_files import (
     FileProblem,
+    export_diagram,
     export_report,
     import_document,
     read_document,
@@ -29,6 +33,16 @@ REPORT_FORMATS: tuple[tuple[str, str], ...] = (
     ("csv", "CSV threat list (*.csv)"),
     ("json", "JSON export (*.json)"),
 )
+
+
+def _stamped(document: ThreatModel) -> ThreatModel:
+    """The document with today as `metadata.modified` (itself when already so)."""
+    today = _dt.date.today().isoformat()
+    if document.metadata.modified == today:
+        return document
+    return document.model_copy(
+        update={"metadata": document.metadata.model_copy(update={"modified": today})}
+    )
 
 
 class DocumentCommands(QObject):
@@ -138,7 +152,11 @@ class DocumentCommands(QObject):
         document = self._window.open_document.document
         if document is None:
             return False
+        live = document
+        document = _stamped(document)
         problem = await write_document(document, path)
+        if problem is None and document is not live:
+            self._record_stamp(live, document)
         if problem is not None:
             self._window.statusBar().showMessage(problem.title, 8000)
             self._window.prompts.show_error(problem.title, problem.message)
@@ -170,6 +188,61 @@ class DocumentCommands(QObject):
         self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
         return True
 
+    def _record_stamp(self, live: ThreatModel, stamped: ThreatModel) -> None:
+        """The saved file carries today's date: so does the live document (not an undo step)."""
+        history = self._window.open_document.history
+        if history is not None and history.document is live:
+            history.replace(stamped)
+
+    async def export_diagram_with_dialog(self) -> bool:
+        """File → Export diagram: an SVG or a PNG of the whole diagram."""
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        chosen = await self._window.prompts.choose_save_path(
+            str(self.suggested_path("-diagram.svg")),
+            "SVG image (*.svg);;PNG image (*.png)",
+            "Export diagram",
+        )
+        if not chosen:
+            return False
+        path = Path(chosen)
+        if path.suffix.lower() not in (".svg", ".png"):
+            path = path.with_name(path.name + ".svg")
+        problem = await export_diagram(document, path)
+        if problem is not None:
+            self._window.prompts.show_error(problem.title, problem.message)
+            return False
+        self._window.statusBar().showMessage(f"Exported {path.name}", 4000)
+        return True
+
+    async def edit_properties(self) -> bool:
+        """Document → Properties: title, author and description as one undo step."""
+        from stockade.ui.document.properties_dialog import PropertiesDialog
+
+        document = self._window.open_document.document
+        if document is None:
+            return False
+        committed: list[bool] = []
+
+        def attempt(changes: dict[str, object]) -> actions.ActionOutcome:
+            live = self._window.open_document.document
+            if live is None:
+                return actions.ActionError("The document was closed.")
+            parsed = parse_input(actions.MetadataUpdates, changes)
+            if isinstance(parsed, list):
+                return actions.ActionError("Not applied: " + "; ".join(parsed) + ".")
+            outcome = actions.update_metadata(live, parsed)
+            if isinstance(outcome, actions.ActionResult):
+                self._window.open_document.apply_edit(outcome.document, outcome.result)
+                committed.append(True)
+            return outcome
+
+        dialog = PropertiesDialog(document.metadata, attempt, self._window)
+        await await_dialog(dialog)
+        dialog.deleteLater()
+        return bool(committed)
+
     def suggested_path(self, suffix: str) -> Path:
         path = self._window.open_document.path
         if path is not None:
@@ -180,7 +253,12 @@ class DocumentCommands(QObject):
         return Path.home() / f"{stem}{suffix}"
 
     async def settle_unsaved_changes(self) -> bool:
-        """True when it is fine to drop the live document (saved, discarded or never dirty)."""
+        """True when it is fine to drop the live document (saved, discarded or never dirty).
+
+        Edits typed into the detail pane but not applied are settled first, so Apply there
+        still reaches the file (and Cancel keeps everything open)."""
+        if not await self._window.detail_pane.settle_unapplied(self._window.prompts):
+            return False
         if not self._window.open_document.is_dirty:
             return True
         choice = await self._window.prompts.ask_unsaved_changes(self._window.open_document.display_name)

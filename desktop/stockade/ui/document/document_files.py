@@ -185,3 +185,37 @@ async def export_report(document: ThreatModel, path: Path) -> FileProblem | None
         log.exception("unexpected failure while exporting a report")
         return describe_write_failure(path, err, "exported")
     return None
+
+
+def _diagram_svg_sync(document: ThreatModel) -> str | None:
+    from stockade.report.diagram_svg import render_diagram_svg
+
+    return render_diagram_svg(document)
+
+
+def _write_diagram_sync(path: Path, svg: str, png: bytes | None) -> None:
+    from stockade.report.files import atomic_write_bytes, atomic_write_text
+
+    if png is None:
+        atomic_write_text(path, svg)
+    else:
+        atomic_write_bytes(path, png)
+
+
+async def export_diagram(document: ThreatModel, path: Path) -> FileProblem | None:
+    """Write the diagram as SVG or (by suffix) PNG; the SVG is built and written off the UI thread."""
+    from stockade.ui.export.diagram_image import DiagramImageError, svg_to_png
+
+    loop = asyncio.get_running_loop()
+    try:
+        svg = await loop.run_in_executor(None, _diagram_svg_sync, document)
+        if svg is None:
+            return FileProblem("Nothing to export", "The model has no elements or boundaries to draw.")
+        # Qt paints text reliably only on the thread that owns the application.
+        png = svg_to_png(svg) if path.suffix.lower() == ".png" else None
+        await loop.run_in_executor(None, _write_diagram_sync, path, svg, png)
+    except OSError as err:
+        return describe_write_failure(path, err, "exported")
+    except DiagramImageError as err:
+        return FileProblem("Diagram not exported", f"The diagram could not be rendered: {err}.")
+    return None

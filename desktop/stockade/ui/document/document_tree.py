@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QMenu,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -465,6 +466,15 @@ class DocumentTreePane(QWidget):
 
     entitySelected = Signal(str, str)
     """(section, id) of the entity the user picked (threats picked under a target report "threats")."""
+    addRequested = Signal(str, object)
+    """(section, preset fields) chosen from the context menu."""
+    deleteRequested = Signal(str, str)
+    """(section, id) chosen from the context menu."""
+
+    AUTHORABLE: ClassVar[dict[str, str]] = {
+        "elements": "element", "data_flows": "data flow", "trust_boundaries": "trust boundary",
+        "threats": "threat", "layers": "layer", "groups": "group",
+    }
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -475,6 +485,7 @@ class DocumentTreePane(QWidget):
         self.filter_text.setObjectName("treeFilterText")
         self.filter_text.setPlaceholderText("Filter by id, name, category, severity or status")
         self.filter_text.setClearButtonEnabled(True)
+        self.filter_text.setAccessibleName("Filter the tree")
         self.category_combo = self._combo(
             "treeFilterCategory", "Any category", [(c.value, c) for c in StrideCategory]
         )
@@ -497,6 +508,10 @@ class DocumentTreePane(QWidget):
         self.view.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.view.header().resizeSection(0, 240)
         self.view.setAlternatingRowColors(True)
+        self.view.setAccessibleName("Document tree")
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._on_view_customContextMenuRequested)
+        self.context_menu: QMenu | None = None
 
         combos = QHBoxLayout()
         combos.setContentsMargins(0, 0, 0, 0)
@@ -526,6 +541,7 @@ class DocumentTreePane(QWidget):
     def _combo(self, name: str, any_label: str, items: Iterable[tuple[str, Any]]) -> QComboBox:
         combo = QComboBox(self)
         combo.setObjectName(name)
+        combo.setAccessibleName(f"Filter: {any_label.lower()}")
         combo.addItem(any_label, None)
         for label, value in items:
             combo.addItem(label, value)
@@ -599,7 +615,46 @@ class DocumentTreePane(QWidget):
         self._selected = (section, entity_id)
         return True
 
+    def build_context_menu(self, key: tuple[str, str | None] | None) -> QMenu | None:
+        """The menu for a row: add the row's kind (with the row as preset), delete the row."""
+        if key is None or self.model.document is None:
+            return None
+        section, entity_id = key
+        menu = QMenu(self)
+        menu.setObjectName("treeContextMenu")
+
+        def add(text: str, target: str, preset: dict[str, Any], name: str) -> None:
+            action = menu.addAction(text)
+            action.setObjectName(name)
+            action.triggered.connect(lambda _c=False: self.addRequested.emit(target, preset))
+
+        if entity_id is not None and section == "elements":
+            add("Add threat on this element…", "threats", {"element": entity_id}, "ctxAddThreat")
+            add("Add data flow from this element…", "data_flows", {"from": entity_id}, "ctxAddFlow")
+        elif entity_id is not None and section == "data_flows":
+            add("Add threat on this flow…", "threats", {"flow": entity_id}, "ctxAddThreat")
+        if section in self.AUTHORABLE:
+            add(f"Add {self.AUTHORABLE[section]}…", section, {}, "ctxAdd")
+            if entity_id is not None:
+                menu.addSeparator()
+                delete = menu.addAction(f"Delete {self.AUTHORABLE[section]} “{entity_id}”")
+                delete.setObjectName("ctxDelete")
+                delete.triggered.connect(
+                    lambda _c=False: self.deleteRequested.emit(section, entity_id)
+                )
+        return menu if menu.actions() else None
+
     # -- slots ------------------------------------------------------------------------------
+
+    def _on_view_customContextMenuRequested(self, pos: Any) -> None:
+        index = self.view.indexAt(pos)
+        menu = self.build_context_menu(self.model.key_for_index(index) if index.isValid() else None)
+        if menu is None:
+            return
+        if self.context_menu is not None:
+            self.context_menu.deleteLater()
+        self.context_menu = menu
+        menu.popup(self.view.viewport().mapToGlobal(pos))
 
     def _on_filter_text_textChanged(self, _text: str) -> None:
         self._filter_timer.start()

@@ -1,1 +1,1 @@
-"""Qt renderers for exported documents (the PDF report)."""
+"""Qt renderers for exported documents (the PDF report, the diagram as PNG)."""
