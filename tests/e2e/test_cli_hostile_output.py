@@ -319,3 +319,68 @@ def test_search_counts_cannot_confirm_a_guessed_secret(
         body = json.loads(answer["text"].splitlines()[1])
         totals[answer["id"]] = body["page"]["total"]
     assert totals == {"toolu_a": 0, "toolu_b": 0, "toolu_c": 1}
+
+
+# -- billing ---------------------------------------------------------------------------------
+
+
+def _reservations(stockade_home: Path) -> list[tuple[str, int, int, int, int]]:
+    import sqlite3
+
+    conn = sqlite3.connect(stockade_home / "stockade.db")
+    try:
+        return conn.execute("SELECT status, reserved, settled, overrun, actual FROM reservation "
+                            "ORDER BY created_ms").fetchall()
+    finally:
+        conn.close()
+
+
+def test_usage_above_the_reservation_is_charged_in_full_and_stops_the_turn_at_once(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    before = model_file.read_text()
+    server.script([Reply.sse(anthropic_sse(tool_calls=[("toolu_1", "add_threat", {
+        "action": "add_threat", "threat": NEW_THREAT})], usage=(50_000_000, 9_000_000),
+        model=MODEL))])
+    result = assist(env, model_file, "--approve", "mutate", "--write", "--json")
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    [(status, reserved, settled, overrun, actual)] = _reservations(stockade_home)
+    assert status == "settled" and settled == reserved and overrun == actual - reserved > 0
+    # $3 and $15 per million tokens: 150 + 135 dollars, 10,000 credits to the dollar.
+    assert actual == 2_850_000 and summary["credits_spent"] == actual
+    assert summary["credits_over_reservation"] == overrun
+    assert summary["outcome"] == "failed" and summary["reason"] == "credits"
+    assert "more than the" in summary["notice"]
+    assert summary["calls"][0]["status"] != "succeeded" and model_file.read_text() == before
+    assert len(server.requests) == 1  # stopped at once: no second request either
+    *lines, _sealing = run_cli("audit", "export", summary["run_id"], env=env).stdout.splitlines()
+    [flag] = [json.loads(line) for line in lines if json.loads(line)["kind"] == "meter.overrun"]
+    assert flag["payload"]["overrun"] == overrun and flag["payload"]["actual"] == actual
+    # The real spend is on the wallet: today's limit is used up, so the next turn is refused.
+    server.script([Reply.sse(anthropic_sse(text="never sent", model=MODEL))])
+    refused = assist(env, model_file, "--json")
+    assert json.loads(refused.stdout)["reason"] == "credits" and server.requests == []
+
+
+def test_an_overrun_on_a_turn_that_already_ended_is_flagged_to_the_user(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    server.script([Reply.sse(anthropic_sse(text="Short answer.", usage=(400_000, 0),
+                                           model=MODEL))])
+    human = assist(env, model_file)
+    assert human.returncode == 0 and "above what was reserved" in human.stdout
+
+
+def test_a_stream_that_fails_after_it_started_is_never_settled_at_zero(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    body = anthropic_sse(text=["The payment flow ", "lacks mTLS and "], usage=(1200, 40),
+                         model=MODEL)
+    server.script([Reply.sse(body, drop_after=body.index(b"lacks"))])
+    result = assist(env, model_file, "--json")
+    assert result.returncode == 1
+    summary = json.loads(result.stdout)
+    [(status, reserved, settled, _overrun, _actual)] = _reservations(stockade_home)
+    assert status == "settled" and settled > 0 and summary["credits_spent"] == settled
+    assert settled in (reserved, 36 + 1)  # reported usage, or the reservation when none

@@ -197,6 +197,10 @@ def print_summary(summary: TurnSummary, as_json: bool) -> None:
         say(f"  call {call.id}: {call.tool} {call.status.value}{denial}")
     say(f"credits spent: {summary.credits_spent} (tokens in {summary.input_tokens}, "
         f"out {summary.output_tokens})")
+    if summary.credits_over_reservation:
+        say(f"warning: {summary.credits_over_reservation} of those credits are above what was "
+            "reserved; the provider reported more usage than a request could cost (see "
+            f"'stockade audit export {summary.run_id}')")
     if summary.document_written:
         say(f"saved {summary.document_path}")
     if summary.outcome is RunOutcome.PARKED:

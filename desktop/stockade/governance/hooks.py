@@ -118,16 +118,27 @@ class GovernedHooks:
         actual = None if usage is None else usage_cost(
             self._price, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
 
+        run_id = self.run_id
+
         def settle(gov: Governance) -> int:
-            return gov.ledger.settle(
-                hold.id, actual=actual, failed=failed,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-                cached_input_tokens=usage.cached_input_tokens if usage else 0).settled
+            with gov.db.write() as conn:
+                settlement = gov.ledger.settle_in(
+                    conn, hold.id, actual=actual, failed=failed,
+                    input_tokens=usage.input_tokens if usage else 0,
+                    output_tokens=usage.output_tokens if usage else 0,
+                    cached_input_tokens=usage.cached_input_tokens if usage else 0)
+                if settlement.overrun:
+                    # The charge above the hold and its audit flag commit together.
+                    gov.trajectory.append_in(conn, run_id, EventKind.METER_OVERRUN, {
+                        "reserved": settlement.reserved, "actual": settlement.actual,
+                        "overrun": settlement.overrun,
+                        "input_tokens": usage.input_tokens if usage else 0,
+                        "output_tokens": usage.output_tokens if usage else 0})
+            return settlement.charged
 
         try:
             return await self._worker.call(settle)
-        except (StoreError, sqlite3.Error) as exc:
+        except (StoreError, sqlite3.Error, TrajectoryError) as exc:
             raise TurnStopped(f"credits could not be settled ({exc})") from None
 
     async def record(self, step: TurnStep) -> None:

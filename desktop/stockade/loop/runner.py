@@ -105,6 +105,11 @@ NO_PREPARED_TEXT = "Not run: this call has no validated input to run with."
 STALLED_TEXT = "The assistant stopped because the turn could not make progress."
 REQUEST_FAILED_TEXT = "The assistant stopped because the request to the model could not be prepared."
 HOOK_FAILED_TEXT = "The assistant stopped because a required record could not be written: {detail}"
+OVERRUN_TEXT = (
+    "The assistant stopped: the provider reported usage costing {charged} credits for one "
+    "request, more than the {reserved} credits reserved for it (the most it could have cost). "
+    "The full cost was recorded; check the model's price and the provider's usage report."
+)
 
 
 class StreamingProvider(Protocol):
@@ -138,6 +143,8 @@ class _StreamTally:
     held_error: Any = None
     terminal: bool = False
     failed: bool = False
+    started: bool = False
+    """The provider answered with something other than an error: it will bill the request."""
 
 
 class TurnRunner:
@@ -585,7 +592,11 @@ class TurnRunner:
             tally.failed = True
         if not finished:
             tally.failed = True
-        await self._settle_credits(permit, tally.usage, failed=tally.failed or tally.usage is None)
+        # Only a request the provider never started is refunded; one that failed after it
+        # started is charged at the usage reported, or at the whole reservation without one.
+        await self._settle_credits(permit, tally.usage, failed=not tally.started)
+        if self._state.phase is TurnPhase.SETTLED:
+            return
         if not finished:
             self._deadline_hit()
             return
@@ -640,12 +651,20 @@ class TurnRunner:
                     "credits": credits,
                 },
             )
+        if credits > permit.reserved_credits and self._state.phase in LIVE_PHASES:
+            # The reservation was the most the request could cost: stop before anything the
+            # answer asked for runs (governance flagged the overrun in the audit).
+            self._dispatch(StopTurn(OVERRUN_TEXT.format(charged=credits,
+                                                        reserved=permit.reserved_credits),
+                                    reason=SettleReason.CREDITS))
 
     async def _pump(self, request: ChatRequest, tally: _StreamTally) -> None:
         produced = False
         stream = self._provider.stream(request)
         try:
             async for event in stream:
+                if not isinstance(event, (StreamError, Aborted)):
+                    tally.started = True
                 if isinstance(event, Usage):
                     tally.usage = event
                     continue
