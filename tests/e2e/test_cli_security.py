@@ -401,3 +401,35 @@ def test_a_process_without_the_audit_key_appends_nothing_to_a_keyed_trail(
     keyring_file.write_text(json.dumps(saved))
     assert verify(env)[0] == 0
     assert os.environ.get("STOCKADE_SNAPSHOT_KEY") is None
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def test_fmt_and_assist_write_both_write_through_a_symlinked_model_and_keep_the_link(
+    env: dict[str, str], model_file: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "models" / "payments.thf"
+    target.parent.mkdir()
+    target.write_text(model_file.read_text().replace("version: '1.0'", 'version: "1.0"', 1))
+    link = tmp_path / "linked.thf"
+    try:
+        link.symlink_to(target)
+    except OSError:
+        pytest.skip("this file system cannot make symbolic links")
+
+    formatted = cli(env, "fmt", link)
+    assert formatted.returncode == 0 and "reformatted" in formatted.stdout
+    assert link.is_symlink() and link.resolve() == target
+    assert "version: '1.0'" in target.read_text()
+
+    from stockade.thf.reader import read_file
+
+    threats_before = len(read_file(target).threats)
+    written = cli(env, "assist", link, "--prompt", "find threats", "--provider", "offline",
+                  "--approve", "mutate", "--write", "--json")
+    assert written.returncode == 0, written.stderr
+    assert json.loads(written.stdout)["document"]["written"] is True
+    assert link.is_symlink() and link.resolve() == target
+    assert len(read_file(target).threats) > threats_before
+    assert not list(tmp_path.glob(".linked.thf.*"))  # no temporary file left beside the link
