@@ -433,3 +433,26 @@ def test_fmt_and_assist_write_both_write_through_a_symlinked_model_and_keep_the_
     assert link.is_symlink() and link.resolve() == target
     assert len(read_file(target).threats) > threats_before
     assert not list(tmp_path.glob(".linked.thf.*"))  # no temporary file left beside the link
+
+
+def test_the_export_says_what_each_change_did_and_who_decided_while_the_database_holds_no_text(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    call = ("toolu_add", "add_threat", {"action": "add_threat", "threat": {
+        "title": "Card data replay", "category": "Spoofing", "severity": "high",
+        "element": "api-gateway", "description": "Replayed tokens are accepted twice."}})
+    run_id = park(server, env, model_file, call, "--write")
+    assert cli(env, "runs", "approve", run_id, "toolu_add", "--actor", "ana").returncode == 0
+    server.script([Reply.sse(anthropic_sse(text="Added it.", model=MODEL))])
+    assert cli(env, "runs", "resume", run_id).returncode == 0
+    events = [json.loads(line) for line in
+              cli(env, "audit", "export", run_id).stdout.splitlines()[:-1]]
+    [committed] = [e for e in events if e["kind"] == "document.committed"]
+    assert committed["changes"] == ["Added threat 'threat-4' (Card data replay)"]
+    assert committed["payload"]["changes"] == 1
+    [approved] = [e for e in events if e["kind"] == "tool.approved"]
+    assert approved["payload"]["actor"] == "ana" and approved["payload"]["os_user"]
+    for name in ("stockade.db", "stockade.db-wal"):
+        stored = stockade_home / name
+        if stored.exists():
+            assert b"Card data replay" not in stored.read_bytes()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 import os
 import sqlite3
 import uuid
@@ -54,7 +55,7 @@ from stockade.protocol.messages import Message
 from stockade.settings import Settings
 from stockade.store import StoreError
 from stockade.store.runs import Decision, PendingCallRow, RunRow, RunStatus
-from stockade.thf.canonical import digest
+from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.digest import document_digest, file_digest
 from stockade.thf.errors import SaveError, ThfError
 from stockade.thf.model import ThreatModel
@@ -514,9 +515,29 @@ class AssistantService:
         return await self.worker.read_if_present(lambda gov: gov.trajectory.events(run_id)) or []
 
     async def export_audit(self, run_id: str) -> list[str]:
-        """One run's events as JSON lines (empty when the run has none)."""
-        return await self.worker.read_if_present(
-            lambda gov: list(gov.trajectory.export_lines(run_id))) or []
+        """One run's events as JSON lines, then the line sealing them with the chain head
+        (empty when the run has none). Each `document.committed` line also carries what the
+        change did (`changes`), opened from its sealed summary where this machine can."""
+
+        def export(gov: Governance) -> list[str]:
+            lines = list(gov.trajectory.export_lines(run_id))
+            summaries = _change_summaries(gov, run_id)
+            if not summaries:
+                return lines
+            out = []
+            for line in lines:
+                item = json.loads(line)
+                if item.get("seq") in summaries:
+                    item["changes"] = summaries[item["seq"]]
+                out.append(canonical_json(item))
+            return out
+
+        return await self.worker.read_if_present(export) or []
+
+    async def change_summaries(self, run_id: str) -> dict[int, list[str]]:
+        """{event seq: what the change did} for a run's commits whose summaries open here."""
+        return await self.worker.read_if_present(lambda gov: _change_summaries(gov, run_id)) \
+            or {}
 
     async def wallet_spend(self) -> tuple[int, int]:
         """Credits committed today and this month (open holds in full)."""
@@ -598,6 +619,23 @@ def _restore_plan(parked: ParkedRun, session: DocumentSession) -> _RestorePlan |
                               "know, and it can only continue on the file as it was saved; "
                               "reopen the file (discarding those changes) to continue it")
     return _RestorePlan(parked.document, True)
+
+
+def _change_summaries(gov: Governance, run_id: str) -> dict[int, list[str]]:
+    from stockade.governance.changes import open_changes
+    from stockade.store.events import change_summaries
+
+    sealed = change_summaries(gov.db.read(), run_id)
+    master = gov.keys.existing_or_none() if gov.keys is not None and sealed else None
+    if master is None:
+        return {}
+    out: dict[int, list[str]] = {}
+    for seq, blob in sealed.items():
+        event = gov.trajectory.event(seq)
+        lines = open_changes(master, event, blob) if event is not None else None
+        if lines is not None:
+            out[seq] = lines
+    return out
 
 
 def _shown(row: RunRow, cutoff_ms: int) -> RunRow:

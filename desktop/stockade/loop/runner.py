@@ -86,6 +86,7 @@ from stockade.protocol.messages import Message, message_to_json
 from stockade.protocol.request import ChatRequest
 from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import digest
+from stockade.thf.diff import describe, diff
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import (
@@ -444,10 +445,11 @@ class TurnRunner:
             "scope": scope.value,
         }
 
-    async def _record(self, kind: StepKind, payload: dict[str, Any]) -> bool:
+    async def _record(self, kind: StepKind, payload: dict[str, Any],
+                      confidential: tuple[str, ...] = ()) -> bool:
         """Report one step before it proceeds; a failing hook stops a live turn."""
         try:
-            await self._hooks.record(TurnStep(kind, payload))
+            await self._hooks.record(TurnStep(kind, payload, confidential))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -777,7 +779,9 @@ class TurnRunner:
                 "document_before": self._digest(review.expected),
                 "document_after": self._digest(review.document),
             }
-            if not await self._record(StepKind.DOCUMENT_COMMITTED, payload):
+            # Entity-level lines for the audit viewer: document text, so confidential.
+            lines = tuple(describe(c) for c in diff(review.expected, review.document))
+            if not await self._record(StepKind.DOCUMENT_COMMITTED, payload, lines):
                 return
             if self._state.phase is not TurnPhase.EXECUTING:
                 return

@@ -763,7 +763,7 @@ class AssistantController(QObject):
     async def open_audit_viewer(self) -> None:
         from stockade.ui.assistant.audit_viewer import AuditViewer
 
-        viewer = AuditViewer(self.service, self.window, self._spawn)
+        viewer = AuditViewer(self.service, self.window, self._spawn, self.window.prompts)
         await viewer.ask()
 
 
