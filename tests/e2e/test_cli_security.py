@@ -456,3 +456,102 @@ def test_the_export_says_what_each_change_did_and_who_decided_while_the_database
         stored = stockade_home / name
         if stored.exists():
             assert b"Card data replay" not in stored.read_bytes()
+
+
+# -- no secure keyring: a passphrase -----------------------------------------------------------
+
+PASSPHRASE = "correct horse battery staple"
+
+
+def _headless(env: dict[str, str], passphrase: str | None = PASSPHRASE) -> dict[str, str]:
+    """keyring's `fail` backend (what a headless box has): Stockade treats it as session-only."""
+    out: dict[str, Any] = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+                           "STOCKADE_SNAPSHOT_PASSPHRASE": passphrase}
+    return out
+
+
+def _snapshot_kind(stockade_home: Path, run_id: str) -> int:
+    conn = db(stockade_home)
+    try:
+        (blob,) = conn.execute("SELECT snapshot FROM run WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        conn.close()
+    return int(blob[6])  # envelope v2: 0 = keyring key, 1 = scrypt from a passphrase
+
+
+def test_without_a_secure_keyring_runs_park_and_resume_under_a_passphrase(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    headless = _headless(env)
+    run_id = park(server, headless, model_file, DELETE_THREAT)
+    assert _snapshot_kind(stockade_home, run_id) == 1
+    raw = b"".join(p.read_bytes() for p in stockade_home.rglob("*") if p.is_file())
+    assert PASSPHRASE.encode() not in raw
+
+    # Nobody to ask (stdin is not a terminal) and no variable: a clear refusal, nothing sent.
+    server.script([Reply.sse(anthropic_sse(text="removed", model=MODEL))])
+    unasked = cli(_headless(env, None), "runs", "approve", run_id, "toolu_del", "--actor", "ana")
+    assert unasked.returncode == 1 and "STOCKADE_SNAPSHOT_PASSPHRASE" in unasked.stderr
+    wrong = cli(_headless(env, "not the passphrase"), "runs", "show", run_id)
+    assert wrong.returncode == 1 and "passphrase is wrong" in wrong.stderr
+
+    assert cli(headless, "runs", "approve", run_id, "toolu_del", "--actor", "ana").returncode == 0
+    resumed = cli(headless, "runs", "resume", run_id, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["calls"][0]["status"] == "succeeded"
+    code, report = verify(headless)
+    assert code == 0 and not report["keyed"] and report["warnings"]  # no key: legacy form
+
+
+def test_runs_resume_asks_for_the_passphrase_at_a_hidden_prompt(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    import subprocess
+
+    from tests.e2e.conftest import cli_env, stockade_command
+
+    pty = pytest.importorskip("pty")
+    headless = _headless(env)
+    run_id = park(server, headless, model_file, DELETE_THREAT)
+    assert cli(headless, "runs", "approve", run_id, "toolu_del", "--actor", "ana").returncode == 0
+    server.script([Reply.sse(anthropic_sse(text="removed", model=MODEL))])
+
+    import select
+    import time
+
+    controller, terminal = pty.openpty()
+    child = {**cli_env(_headless(env, None))}
+    child.pop("STOCKADE_SNAPSHOT_PASSPHRASE", None)
+    proc = subprocess.Popen([*stockade_command(), "runs", "resume", run_id], env=child,
+                            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    os.close(terminal)
+    assert proc.stderr is not None
+    # Type only once the prompt is up: turning echo off flushes input typed before it.
+    err = b""
+    deadline = time.monotonic() + 120
+    while b"Passphrase for parked runs" not in err and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 1.0)
+        if ready:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            err += chunk
+    os.write(controller, (PASSPHRASE + "\n").encode())
+    out, rest = proc.communicate(timeout=120)
+    err += rest
+    echoed = b""
+    try:
+        while select.select([controller], [], [], 0.2)[0]:
+            chunk = os.read(controller, 4096)
+            if not chunk:
+                break
+            echoed += chunk
+    except OSError:
+        pass  # the terminal closed with the child
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0, err.decode()
+    assert b"Passphrase for parked runs" in err
+    assert PASSPHRASE.encode() not in out + err + echoed  # typed, never shown
+    assert len(server.requests) == 1

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 
 from stockade.assistant.config import ConfigError, TurnConfig, TurnOverrides, actor_for
-from stockade.assistant.errors import REFUSALS, failure_text
+from stockade.assistant.errors import REFUSALS, PassphraseRequired, failure_text
 from stockade.assistant.records import RunInfo
 from stockade.assistant.review import preview_calls
 from stockade.assistant.service import UNSAVED_PREFIX, AssistantService
@@ -92,6 +92,8 @@ class AssistantController(QObject):
 
     approvalOpened = Signal(object)
     """An `ApprovalDialog` was opened (tests and the screenshot drive it)."""
+    passphraseOpened = Signal(object)
+    """A `PassphraseDialog` was opened (no secure keyring: parked runs use a passphrase)."""
     turnSettled = Signal(str)
     parkedRunsChanged = Signal(int)
     turnParked = Signal(str)
@@ -540,7 +542,17 @@ class AssistantController(QObject):
         if turn is None or not turn.waiting:
             return False
         try:
-            await self.service.park(turn)
+            try:
+                await self.service.park(turn)
+            except PassphraseRequired:  # no secure keyring: seal under a passphrase
+                passphrase = await self.ask_passphrase(confirm=True)
+                if passphrase is None:
+                    if turn is self.turn and not self._closed:
+                        self.pane.set_notice("The turn was not saved for later; it is still "
+                                             "waiting here.")
+                        self.pane.set_pending(len(turn.pending()))
+                    return False
+                await self.service.park(turn, passphrase=passphrase)
         except REFUSALS as exc:  # unsaved, unreadable file, keyring or database
             log.info("parking the turn failed: %s", type(exc).__name__)
             if turn is self.turn and not self._closed:
@@ -670,9 +682,23 @@ class AssistantController(QObject):
         finally:
             self._looping = False
 
+    async def ask_passphrase(self, *, confirm: bool) -> str | None:
+        """Ask for the passphrase parked runs are sealed under (no secure keyring here)."""
+        from stockade.ui.assistant.passphrase_dialog import PassphraseDialog
+
+        dialog = PassphraseDialog(self.window, confirm=confirm)
+        self.passphraseOpened.emit(dialog)
+        return await dialog.ask()
+
     async def _review_parked(self, run_id: str) -> None:
         try:
-            parked = await self.service.open_parked(run_id)
+            try:
+                parked = await self.service.open_parked(run_id)
+            except PassphraseRequired:  # sealed under a passphrase; once it opens, the key
+                passphrase = await self.ask_passphrase(confirm=False)  # is kept for the run
+                if passphrase is None or self._closed:
+                    return
+                parked = await self.service.open_parked(run_id, passphrase=passphrase)
         except REFUSALS as exc:  # store, keyring, tampered seal, unusable snapshot
             if not self._closed:
                 self.pane.set_error(f"This waiting turn cannot be opened: {failure_text(exc)}")
