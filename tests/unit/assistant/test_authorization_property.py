@@ -35,7 +35,8 @@ from stockade.governance.worker import GovernanceWorker
 from stockade.loop.history import DocumentSession
 from stockade.thf.reader import read_file
 from tests.conftest import THF_FIXTURES, examples
-from tests.unit.assistant.conftest import config, settings as app_settings
+from tests.unit.assistant.conftest import config
+from tests.unit.assistant.conftest import settings as app_settings
 from tests.unit.governance.conftest import DictSecrets
 from tests.unit.governance.scripted import ScriptedProvider, add_threat, text_reply, tool_reply
 
