@@ -555,3 +555,36 @@ def test_runs_resume_asks_for_the_passphrase_at_a_hidden_prompt(
     assert b"Passphrase for parked runs" in err
     assert PASSPHRASE.encode() not in out + err + echoed  # typed, never shown
     assert len(server.requests) == 1
+
+
+# -- expiry ----------------------------------------------------------------------------------
+
+
+def test_parked_runs_expire_are_listed_as_expired_and_never_resumed(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
+) -> None:
+    (stockade_home / "settings.json").write_text(json.dumps({"parked_run_days": 2}))
+    old, fresh = (park(server, env, model_file, DELETE_THREAT) for _ in range(2))
+    for run_id in (old, fresh):
+        assert cli(env, "runs", "approve", run_id, "toolu_del", "--actor", "ana").returncode == 0
+    conn = db(stockade_home)
+    conn.execute("UPDATE run SET updated_ms = updated_ms - ? WHERE run_id = ?",
+                 (3 * 24 * 3600 * 1000, old))  # parked three days ago
+    conn.commit()
+    conn.close()
+    server.script([Reply.sse(anthropic_sse(text="deleted", model=MODEL))])
+    refused = cli(env, "runs", "resume", old)
+    assert refused.returncode == 1 and "expired" in refused.stderr and server.requests == []
+    listed = {r["run_id"]: r for r in json.loads(cli(env, "runs", "list", "--json").stdout)}
+    assert listed[old]["status"] == "expired" and listed[fresh]["status"] == "parked"
+    only = json.loads(cli(env, "runs", "list", "--status", "expired", "--json").stdout)
+    assert [r["run_id"] for r in only] == [old]
+    # The sweep finished it and dropped its sealed snapshot; it stays expired for good.
+    conn = db(stockade_home)
+    assert conn.execute("SELECT snapshot FROM run WHERE run_id = ?", (old,)).fetchone() == (None,)
+    conn.close()
+    assert "run.finished" in kinds(stockade_home, old)
+    again = cli(env, "runs", "resume", old)
+    assert again.returncode == 1 and "expired" in again.stderr
+    assert cli(env, "runs", "resume", fresh).returncode == 0
+    assert verify(env)[0] == 0

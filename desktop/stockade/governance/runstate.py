@@ -382,6 +382,9 @@ class RunStates:
         """Every check of the stored run that can refuse a resume, before anything is claimed."""
         conn = self._db.read()
         run = self.get(run_id)
+        if run.status is RunStatus.FINISHED and run.outcome == "expired":
+            raise RunExpired(f"run {run_id} expired while it waited (parked runs are kept for a "
+                             "limited time, set in settings), so it is never resumed")
         if run.status is not RunStatus.PARKED or run.claimed:
             raise ConflictError(f"run {run_id} is {run.status.value}"
                                 f"{' and claimed' if run.claimed else ''}; only a parked, "

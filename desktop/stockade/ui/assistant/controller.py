@@ -645,7 +645,7 @@ class AssistantController(QObject):
         runs: list[RunInfo] = []
         try:
             if path is not None and not self._closed:
-                runs = await self.service.list_parked(path)
+                runs = await self.service.list_parked(path, settings=self.settings)
         except REFUSALS as exc:
             if not self._closed:
                 self.pane.set_error(failure_text(exc))
