@@ -22,16 +22,18 @@ fi
 
 # Qt needs these shared libraries even offscreen; a fresh Debian machine may lack them.
 QT_DEBIAN_PACKAGES="libegl1 libgl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 fonts-dejavu-core"
+# node runs the peer harness's own drivers in the tests of `tools/bench peer`.
+TEST_DEBIAN_PACKAGES="nodejs"
 ensure_qt_libraries() {
   command -v dpkg-query >/dev/null 2>&1 || return 0
   local missing=()
-  for pkg in $QT_DEBIAN_PACKAGES; do
+  for pkg in $QT_DEBIAN_PACKAGES $TEST_DEBIAN_PACKAGES; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$pkg")
     fi
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  echo "stockade: installing Debian packages Qt needs: ${missing[*]}" >&2
+  echo "stockade: installing Debian packages Qt and the tests need: ${missing[*]}" >&2
   local sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,13 @@ def resources_dir() -> Path:
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle:  # a PyInstaller build unpacks data files beside the frozen modules
         return Path(bundle) / "resources"
+    return _source_resources()
+
+
+@functools.lru_cache(maxsize=1)
+def _source_resources() -> Path:
+    # Found once: resolving the path and probing the folders costs more than a provider
+    # request's other preparation, and every request asks (model list, preflight).
     here = Path(__file__).resolve()
     for candidate in (here.parent / "resources", here.parents[2] / "resources"):
         if (candidate / "catalog.json").is_file():

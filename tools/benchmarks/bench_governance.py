@@ -22,7 +22,7 @@ APPEND_RUNS = 5
 VERIFY_EVENTS = 100_000
 VERIFY_RUNS = 3
 TARGET_APPENDS_PER_S = 1_000.0
-TARGET_VERIFY_S = 2.0
+TARGET_VERIFY_S = 0.3
 
 
 def _payload(i: int) -> dict[str, Any]:
@@ -83,10 +83,11 @@ def run() -> list[dict[str, Any]]:
         verify_s, checked = _verify_seconds(Path(tmp))
     return [
         {"benchmark": "governance", "metric": "durable trajectory appends (median of "
-         f"{APPEND_RUNS} x {APPENDS})", "value": round(rate, 1), "unit": "appends/s",
+         f"{APPEND_RUNS} x {APPENDS}) [in-process, SQLite file]", "value": round(rate, 1),
+         "unit": "appends/s",
          "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
         {"benchmark": "governance", "metric": f"audit verify over {checked} events (median of "
-         f"{VERIFY_RUNS})", "value": round(verify_s, 3), "unit": "s",
+         f"{VERIFY_RUNS}) [in-process, SQLite file]", "value": round(verify_s, 3), "unit": "s",
          "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
     ]
 

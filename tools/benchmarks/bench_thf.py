@@ -10,6 +10,9 @@ cyclic garbage collector while reading (see thf/reader.py), so the yaml-rs compa
 both ways: against a plain `yaml_rs.loads` call, and against one with the collector paused
 too (the like-for-like cost of validation).
 
+Then the read tools' warm and cold latencies on a 50,000-entity document
+(`read_tool_latency`, whose docstring says how they are measured).
+
 `python tools/benchmarks/bench_thf.py` prints the rows on its own.
 """
 
@@ -210,7 +213,9 @@ def run() -> list[dict[str, Any]]:
                     f"+{added:.1f} MiB over imports",
                 )
             )
-    return rows
+    from tools.benchmarks.read_tool_latency import read_tool_rows
+
+    return rows + read_tool_rows()
 
 
 def main(argv: list[str]) -> int:

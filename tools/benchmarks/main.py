@@ -1,4 +1,4 @@
-"""Benchmark runner: `tools/bench [thf|loop|governance|ui|interop|package|all]` prints one aligned table.
+"""Benchmark runner: `tools/bench [thf|loop|governance|ui|interop|package|peer|all]` prints one aligned table.
 
 Each benchmark lives in `tools/benchmarks/bench_<name>.py` and defines `run() -> list[dict]`
 with rows `{benchmark, metric, value, unit, target, ratio}`. Modules are imported by file
@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-BENCHMARKS = ("thf", "loop", "governance", "ui", "interop", "package")
+BENCHMARKS = ("thf", "loop", "governance", "ui", "interop", "package", "peer")
 COLUMNS = ("benchmark", "metric", "value", "unit", "target", "ratio")
 
 

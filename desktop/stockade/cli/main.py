@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import importlib
+import importlib.util
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from stockade.cli.common import CliArgumentParser, ExitCode, UsageError, print_error
 
-COMMANDS: tuple[str, ...] = (
-    "validate",
-    "fmt",
-    "report",
-    "diagram",
-    "import",
-    "export",
-    "keys",
-    "assist",
-    "runs",
-    "audit",
-)
+COMMAND_SUMMARIES: dict[str, str] = {
+    "validate": "check that .thf files are valid threat models",
+    "fmt": "rewrite .thf files in canonical form",
+    "report": "write an HTML, PDF or Markdown report or a CSV/JSON export of a .thf file",
+    "diagram": "write the data-flow diagram of a .thf file as SVG or PNG",
+    "import": "import a TM7, Threat Dragon, OTM or pytm model as a .thf file",
+    "export": "export a .thf file as OTM or Threat Dragon JSON",
+    "keys": "save, check or remove provider API keys",
+    "assist": "run one governed assistant turn on a .thf file, headless",
+    "runs": "list, decide and resume parked assistant runs",
+    "audit": "verify or export the audit trajectory",
+}
+"""The one-line help of each subcommand, as its module registers it (a test keeps the two the
+same). `stockade --help` is built from these, so it imports no subcommand module."""
+
+COMMANDS: tuple[str, ...] = tuple(COMMAND_SUMMARIES)
 """Subcommands, each a module `stockade.cli.<module>` with `add_parser(subparsers)`."""
 
 COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
@@ -53,21 +56,22 @@ def _import_command(name: str) -> ModuleType | None:
         return None
 
 
-def _load_command_modules() -> tuple[dict[str, ModuleType], set[str]]:
-    """Import every subcommand module in this build; also name the ones that are missing."""
-    loaded: dict[str, ModuleType] = {}
-    missing: set[str] = set()
-    for name in COMMANDS:
-        module = _import_command(name)
-        if module is None:
-            missing.add(name)
-        else:
-            loaded[name] = module
-    return loaded, missing
+def _command_available(name: str) -> bool:
+    """Whether the command's module is in this build, found without importing it."""
+    return importlib.util.find_spec(f"stockade.cli.{COMMAND_MODULES.get(name, name)}") is not None
 
 
-def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
-    """The subcommand parser: one sub-parser per available command module."""
+def build_help_parser() -> argparse.ArgumentParser:
+    """The top-level parser for `stockade --help`: each available command with its summary,
+    without importing any command module (their imports are most of a cold start)."""
+    parser, subparsers = _top_parser()
+    for name, summary in COMMAND_SUMMARIES.items():
+        if _command_available(name):
+            subparsers.add_parser(name, help=summary)
+    return parser
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
     parser = CliArgumentParser(
         prog="stockade",
         usage="stockade [FILE] [--screenshot PNG] [--tab TAB]\n       stockade COMMAND ...",
@@ -88,9 +92,7 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
         title="commands", dest="command", metavar="COMMAND", prog="stockade"
     )
     subparsers.required = True
-    for module in modules.values():
-        module.add_parser(subparsers)
-    return parser
+    return parser, subparsers
 
 
 def build_command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
@@ -153,14 +155,18 @@ def _dispatch(argv: list[str]) -> int:
         print(version_line())
         return ExitCode.OK
     if first in ("-h", "--help"):
-        modules, _missing = _load_command_modules()
-        build_parser(modules).parse_args(argv)  # prints the help and exits 0
+        build_help_parser().parse_args(argv)  # prints the help and exits 0
         return ExitCode.OK
     return _run_app(argv)
 
 
 def _log_internal_error(exc: BaseException) -> Path | None:
     """Write the traceback to a log file in the data folder; return where it went."""
+    # Imported here: only a crash needs them, and every start-up would pay for them.
+    import datetime as _dt
+    import tempfile
+    import traceback
+
     from stockade.protocol.errors import mask_keys
 
     text = "".join(traceback.format_exception(exc))
@@ -190,6 +196,9 @@ def _log_internal_error(exc: BaseException) -> Path | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `stockade` command line; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Stockade uses no pydantic plugins; without this, building the first model scans the
+    # entry points of every installed distribution for them (about a tenth of a cold start).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         return _dispatch(args)
     except UsageError as err:

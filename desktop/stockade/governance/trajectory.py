@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from hashlib import sha256
 from typing import Any
 
 from stockade.governance.chain import (
@@ -503,6 +504,7 @@ class _ChainCheck:
     legacy: int = 0
     keyed_seen: bool = False
     run_next: dict[str, int] = field(default_factory=dict)
+    quoted: dict[str, str] = field(default_factory=dict)
 
     def fail(self, seq: int | None, run_id: str | None, reason: str) -> VerifyResult:
         return VerifyResult(False, self.checked, seq, run_id, reason, keyed=self.keyed_seen,
@@ -510,29 +512,49 @@ class _ChainCheck:
 
     def event(self, seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, payload: str,
               prev_hash: str, stored: str) -> VerifyResult | None:
+        """Check one event in chain order (the hot loop of `audit verify`: kinds and run ids
+        repeat, so each is quoted once; `prev_hash` is written as is, because by then it equals
+        the previous event's verified MAC, which needs no escaping)."""
         expected = self.last_seq + 1
         if seq != expected:
             return self.fail(seq, run_id,
                              f"events {expected}..{seq - 1} are missing before {seq}")
         if prev_hash != self.prev:
             return self.fail(seq, run_id, f"event {seq} does not link to the event before it")
-        text = event_text(seq, run_id, run_seq, kind, at_ms, payload, prev_hash)
+        quoted = self.quoted
+        kind_json = quoted.get(kind)
+        if kind_json is None:
+            kind_json = quoted[kind] = _s(kind)
+        run_json = quoted.get(run_id)
+        if run_json is None:
+            run_json = quoted[run_id] = _s(run_id)
+        text = (f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
+                f'"prev_hash":"{prev_hash}","run_id":{run_json},"run_seq":{run_seq},'
+                f'"seq":{seq}}}')
         keyed = stored.startswith(MAC_PREFIX)
-        since = self.since
-        if not keyed and (self.keyed_seen or (since is not None and seq >= since.seq)):
-            return self.fail(seq, run_id, f"event {seq} is unkeyed where the trail is keyed: "
-                             "it was rewritten without the audit key")
-        reason = _mac_problem(seq, text, stored, self.key)
-        if reason is not None:
-            return self.fail(seq, run_id, reason)
-        if since is not None and seq == since.seq and stored != since.mac:
+        key = self.key
+        if keyed:
+            ok = key is not None and key.mac(text) == stored
+        else:
+            since = self.since
+            if self.keyed_seen or (since is not None and seq >= since.seq):
+                return self.fail(seq, run_id, f"event {seq} is unkeyed where the trail is "
+                                 "keyed: it was rewritten without the audit key")
+            ok = HASH_PREFIX + sha256(text.encode("utf-8")).hexdigest() == stored
+        if not ok:
+            return self.fail(seq, run_id, _mac_problem(seq, text, stored, key)
+                             or f"event {seq} does not check")
+        if self.since is not None and seq == self.since.seq and stored != self.since.mac:
             return self.fail(seq, run_id, f"event {seq} is not the first keyed event the "
                              "keyring recorded: the trail was rewritten")
-        if run_seq != self.run_next.get(run_id, 0):
+        run_next = self.run_next
+        if run_seq != run_next.get(run_id, 0):
             return self.fail(seq, run_id, f"event {seq} is out of order within run {run_id}")
-        self.run_next[run_id] = run_seq + 1
-        self.keyed_seen = self.keyed_seen or keyed
-        self.legacy += 0 if keyed else 1
+        run_next[run_id] = run_seq + 1
+        if keyed:
+            self.keyed_seen = True
+        else:
+            self.legacy += 1
         self.prev = stored
         self.last_seq = seq
         self.checked += 1

@@ -119,9 +119,24 @@ class DenialRecord:
         )
 
 
+def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
+           iteration: int) -> Grant:
+    """`Grant(...)` without the frozen `__init__`'s per-field cost (one per approved call)."""
+    grant = object.__new__(Grant)
+    _set(grant, "call_id", call_id)
+    _set(grant, "tool_name", tool_name)
+    _set(grant, "input_digest", input_digest)
+    _set(grant, "scope", scope)
+    _set(grant, "iteration", iteration)
+    return grant
+
+
+_set = object.__setattr__
+
+
 def grant_for_call(call: CallRecord, iteration: int) -> Grant:
     """The grant for one card the user approved (the only way to approve a destructive call)."""
-    return Grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
+    return _grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
 
 
 def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant, ...]:
@@ -131,7 +146,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
     return tuple(
-        Grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
+        _grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
     )
 
 
@@ -143,11 +158,13 @@ def auto_grant_read_only(
         raise ValueError(f"The read-only policy cannot approve mutating tool {tool.name!r}.")
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
-    return Grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
+    return _grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
     """Whether the exact (tool, digest) pair was declined; the reason does not matter."""
+    if not denials:  # the usual case, and cheaper than starting a generator
+        return False
     return any(d.tool_name == tool_name and d.input_digest == input_digest for d in denials)
 
 
@@ -173,21 +190,21 @@ def authorize_start(state: TurnState, call_id: str) -> Authorized | Refused:
         return Refused(Violation.UNKNOWN_TOOL)
     if is_denied(state.denials, call.tool_name, call.input_digest):
         return Refused(Violation.DENIED_REPLAY)
-    named = [g for g in state.grants if g.call_id == call_id]
+    named = state.grants_for(call_id)
     if not named:
         return Refused(Violation.NO_GRANT)
-    bound = [
-        g for g in named if g.tool_name == call.tool_name and g.input_digest == call.input_digest
-    ]
+    tool_name, digest, iteration = call.tool_name, call.input_digest, state.iteration
+    bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return Refused(Violation.DIGEST_MISMATCH)
-    current = [g for g in bound if g.iteration == state.iteration]
+    current = [g for g in bound if g.iteration == iteration]
     if not current:
         return Refused(Violation.FOREIGN_ITERATION)
     # Compared by value: `CallStatus` lives in `state`, which imports this module.
     if call.status != "approved":
         return Refused(Violation.GRANT_ALREADY_CONSUMED)
-    unused = [g for g in current if g not in state.used_grants]
-    if not unused:
-        return Refused(Violation.GRANT_ALREADY_CONSUMED)
-    return Authorized(unused[0])
+    used = state.used_grant_set()
+    for g in current:
+        if g not in used:
+            return Authorized(g)
+    return Refused(Violation.GRANT_ALREADY_CONSUMED)

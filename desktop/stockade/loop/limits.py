@@ -55,9 +55,12 @@ class TurnLimits:
         return cls(**data)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TurnBudget:
-    """What one turn has used so far. Never reset within a turn."""
+    """What one turn has used so far. Never reset within a turn.
+
+    Not slotted: `new_budget` builds one from a dict in a step (the reducer makes one per
+    accepted call, approval wait and charge)."""
 
     iterations_started: int = 0
     tool_calls_accepted: int = 0
@@ -71,6 +74,25 @@ class TurnBudget:
     @classmethod
     def from_json(cls, data: dict[str, object]) -> TurnBudget:
         return cls(**{f.name: int(data[f.name]) for f in fields(cls)})  # type: ignore[call-overload]
+
+
+def new_budget(
+    iterations_started: int,
+    tool_calls_accepted: int,
+    retries_used: int,
+    started_at_ms: int,
+    credits_spent: int,
+) -> TurnBudget:
+    """`TurnBudget(...)` without the frozen `__init__`'s per-field cost (reducer use)."""
+    budget = object.__new__(TurnBudget)
+    object.__setattr__(budget, "__dict__", {
+        "iterations_started": iterations_started,
+        "tool_calls_accepted": tool_calls_accepted,
+        "retries_used": retries_used,
+        "started_at_ms": started_at_ms,
+        "credits_spent": credits_spent,
+    })
+    return budget
 
 
 def budget_exhaustion(budget: TurnBudget, limits: TurnLimits, now_ms: int) -> BoundKind | None:

@@ -25,6 +25,7 @@ from stockade.loop.authorization import (
     Authorized,
     DenialReason,
     DenialRecord,
+    Refused,
     Violation,
     authorize_start,
     auto_grant_read_only,
@@ -56,20 +57,22 @@ from stockade.loop.limits import (
     TurnBudget,
     bounded_notice,
     budget_exhaustion,
+    new_budget,
     refused_notice,
 )
 from stockade.loop.state import (
     LIVE_PHASES,
     TERMINAL_STATUSES,
-    AssistantDraft,
     CallRecord,
     CallStatus,
-    TextRun,
     ToolSet,
     TurnOutcome,
     TurnPhase,
     TurnState,
     ViolationRecord,
+    _append_chunk,
+    _Chunks,
+    new_call,
     tool_call_ids,
 )
 from stockade.protocol.errors import ErrorCode, ProtocolError
@@ -86,10 +89,34 @@ from stockade.protocol.events import (
     ToolCallStart,
     Usage,
 )
-from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from stockade.protocol.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk, refusal_of
 
 TurnInput = StreamEvent | TurnCommand
+
+# Enum members as module globals: reading `TurnPhase.STREAMING` goes through the enum
+# metaclass and costs several times a global lookup, on every input.
+_IDLE = TurnPhase.IDLE
+_REQUESTING = TurnPhase.REQUESTING
+_STREAMING = TurnPhase.STREAMING
+_AWAITING_APPROVAL = TurnPhase.AWAITING_APPROVAL
+_EXECUTING = TurnPhase.EXECUTING
+_SETTLED = TurnPhase.SETTLED
+_PENDING = CallStatus.PENDING
+_APPROVED = CallStatus.APPROVED
+_RUNNING = CallStatus.RUNNING
+_SUCCEEDED = CallStatus.SUCCEEDED
+_FAILED = CallStatus.FAILED
+_UNDONE = CallStatus.UNDONE
+_DENIED = CallStatus.DENIED
+_READ = ToolEffect.READ
+_MUTATE = ToolEffect.MUTATE
 
 # Texts the model reads as tool results. Authored for Stockade.
 UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you were given.'
@@ -115,31 +142,86 @@ RETRY_EXHAUSTED_TEXT = "The provider kept failing, so the request was not retrie
 
 # ---------------------------------------------------------------- helpers
 
+_new_state = object.__new__
+_set_dict = object.__setattr__
+
+
+def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
+    """A copy of `state` with instance-dict entries replaced: one dict copy, nothing validated.
+
+    Reducer use only: keys are the state's stored names (public fields, and the draft parts
+    `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
+    used-grant set `_used_set` and the turn's own call ids `_seen_turn`)."""
+    values = state.__dict__.copy()
+    values.update(changes)
+    new = _new_state(TurnState)
+    _set_dict(new, "__dict__", values)
+    return new
+
+
+_NO_DRAFT = {"_blocks": None, "_open": (), "_chunks": None, "_n": 0}
+_EMPTY_DRAFT = {"_blocks": (), "_open": (), "_chunks": None, "_n": 0}
+
 
 def _violation(state: TurnState, kind: Violation, call_id: str | None, detail: str) -> TurnState:
-    return state.evolve(
-        violations=(*state.violations, ViolationRecord(kind, call_id, detail))
-    )
+    return _evolve(state, {"_log": state._log.append(ViolationRecord(kind, call_id, detail))})
 
 
-def _replace_call(state: TurnState, call: CallRecord) -> tuple[CallRecord, ...]:
-    return tuple(call if c.id == call.id else c for c in state.calls)
+def _closed_blocks(state: TurnState) -> tuple[ContentBlock, ...]:
+    """The draft's blocks with its open text run closed (the draft must exist)."""
+    blocks = state._blocks or ()
+    chunks = state._chunks
+    if chunks is None:
+        return blocks
+    return (*blocks, TextBlock(chunks.text(state._n)))
 
 
-def _with_call(c: CallRecord, **changes: Any) -> CallRecord:
-    values = {name: getattr(c, name) for name in CallRecord.__dataclass_fields__}
+def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any]) -> TurnState:
+    calls, index, ordered = state._call_table()
+    new_calls = (*calls, record)
+    new_index = index.copy()
+    new_index.setdefault(record.id, len(calls))
+    if ordered and calls and calls[-1].iteration > record.iteration:
+        ordered = False
+    values = state.__dict__.copy()
     values.update(changes)
-    return CallRecord(**values)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, new_index, ordered)
+    new = _new_state(TurnState)
+    _set_dict(new, "__dict__", values)
+    return new
+
+
+def _replace_calls(
+    state: TurnState, replaced: dict[int, CallRecord], changes: dict[str, Any]
+) -> TurnState:
+    """Swap the records at the given positions (same ids and iterations, new status)."""
+    calls, index, ordered = state._call_table()
+    as_list = list(calls)
+    for i, record in replaced.items():
+        as_list[i] = record
+    new_calls = tuple(as_list)
+    values = state.__dict__.copy()
+    values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, index, ordered)
+    new = _new_state(TurnState)
+    _set_dict(new, "__dict__", values)
+    return new
+
+
+def _located(state: TurnState, call_id: str) -> tuple[int, CallRecord] | None:
+    i = state.call_index().get(call_id)
+    return None if i is None else (i, state.calls[i])
 
 
 def _fold_draft(state: TurnState) -> TurnState:
     """Move the streaming assistant message into history (dropping it if it is empty)."""
-    draft = state.draft
-    if draft is None:
+    if state._blocks is None:
         return state
-    blocks = draft.closed_blocks()
+    blocks = _closed_blocks(state)
     history = (*state.history, Message("assistant", blocks)) if blocks else state.history
-    return state.evolve(history=history, draft=None)
+    return _evolve(state, {"history": history, **_NO_DRAFT})
 
 
 def _close_out(state: TurnState) -> TurnState:
@@ -149,18 +231,18 @@ def _close_out(state: TurnState) -> TurnState:
     result in history gets one, in call order, in a single user message.
     """
     state = _fold_draft(state)
-    calls = tuple(
-        _with_call(
-            c,
-            status=CallStatus.DENIED,
+    replaced = {
+        i: c.with_changes(
+            status=_DENIED,
             denial_reason=DenialReason.TURN_CANCELLED,
             result=NOT_RUN_TEXT,
             is_error=True,
         )
+        for i, c in enumerate(state.calls)
         if c.status not in TERMINAL_STATUSES
-        else c
-        for c in state.calls
-    )
+    }
+    if replaced:
+        state = _replace_calls(state, replaced, {})
     answered = {
         b.tool_call_id
         for m in state.history
@@ -170,16 +252,17 @@ def _close_out(state: TurnState) -> TurnState:
     }
     results = tuple(
         ToolResultBlock(c.id, c.result if c.result is not None else c.summary, c.is_error)
-        for c in calls
+        for c in state.calls
         if c.id not in answered
     )
-    history = (*state.history, Message("user", results)) if results else state.history
-    return state.evolve(calls=calls, history=history)
+    if not results:
+        return state
+    return _evolve(state, {"history": (*state.history, Message("user", results))})
 
 
 def _settle(state: TurnState, outcome: TurnOutcome, reason: str, **extra: Any) -> TurnState:
     state = _close_out(state)
-    return state.evolve(phase=TurnPhase.SETTLED, outcome=outcome, reason=reason, **extra)
+    return _evolve(state, {"phase": _SETTLED, "outcome": outcome, "reason": reason, **extra})
 
 
 def _begin_message(state: TurnState, input_type: str) -> TurnState:
@@ -190,54 +273,59 @@ def _begin_message(state: TurnState, input_type: str) -> TurnState:
         None,
         f'"{input_type}" arrived before the message began.',
     )
-    return state.evolve(phase=TurnPhase.STREAMING, draft=AssistantDraft())
+    return _evolve(state, {"phase": _STREAMING, **_EMPTY_DRAFT})
 
 
 def _maybe_executing(state: TurnState) -> TurnState:
-    if any(c.status is CallStatus.PENDING for c in state.iteration_calls()):
+    if any(c.status is _PENDING for c in state.iteration_calls()):
         return state
-    return state.evolve(phase=TurnPhase.EXECUTING)
+    return _evolve(state, {"phase": _EXECUTING})
 
 
 # ---------------------------------------------------------------- stream events
 
 
 def _on_message_start(state: TurnState, event: MessageStart) -> TurnState:
-    if state.phase is TurnPhase.REQUESTING:
-        return state.evolve(phase=TurnPhase.STREAMING, draft=AssistantDraft())
+    if state.phase is _REQUESTING:
+        return _evolve(state, {"phase": _STREAMING, **_EMPTY_DRAFT})
     return state
 
 
 def _on_text_delta(state: TurnState, event: TextDelta) -> TurnState:
-    # The hot path of a streamed reply: one small draft and one dict copy per delta.
-    if state.phase is not TurnPhase.STREAMING:
-        if state.phase is not TurnPhase.REQUESTING:
+    # The hot path of a streamed reply: one dict copy and one list append per delta.
+    if state.phase is not _STREAMING:
+        if state.phase is not _REQUESTING:
             return state
         state = _begin_message(state, event.type)
     text = event.text
     if not text:
         return state
-    draft = state.draft or AssistantDraft()
-    run = draft.text
-    new_draft = AssistantDraft(
-        draft.blocks, TextRun(text) if run is None else TextRun(text, run), draft.open_call_ids
-    )
-    return state.evolve(draft=new_draft)
+    values = state.__dict__.copy()
+    chunks = values["_chunks"]
+    n = values["_n"]
+    if chunks is None:
+        values["_chunks"] = _Chunks([text])
+    elif len(chunks.parts) == n:
+        chunks.parts.append(text)  # the newest view: part n is free
+    else:
+        values["_chunks"] = _append_chunk(chunks, n, text)
+    values["_n"] = n + 1
+    if values["_blocks"] is None:
+        values["_blocks"] = ()
+    new = _new_state(TurnState)
+    _set_dict(new, "__dict__", values)
+    return new
 
 
 def _on_tool_call_start(state: TurnState, event: ToolCallStart) -> TurnState:
-    if state.phase is TurnPhase.REQUESTING:
+    if state.phase is _REQUESTING:
         state = _begin_message(state, event.type)
-    if state.phase is not TurnPhase.STREAMING:
+    if state.phase is not _STREAMING:
         return state
-    draft = state.draft or AssistantDraft()
-    if any(open_id == event.id for open_id, _ in draft.open_call_ids):
+    opened = state._open
+    if opened and any(open_id == event.id for open_id, _ in opened):
         return state
-    return state.evolve(
-        draft=AssistantDraft(
-            draft.blocks, draft.text, (*draft.open_call_ids, (event.id, event.name))
-        )
-    )
+    return _evolve(state, {"_blocks": state._blocks or (), "_open": (*opened, (event.id, event.name))})
 
 
 def _on_progress(state: TurnState, event: ToolCallInputDelta | Usage) -> TurnState:
@@ -245,51 +333,64 @@ def _on_progress(state: TurnState, event: ToolCallInputDelta | Usage) -> TurnSta
 
 
 def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnState:
-    if state.phase is TurnPhase.REQUESTING:
+    if state.phase is _REQUESTING:
         state = _begin_message(state, event.type)
-    if state.phase is not TurnPhase.STREAMING:
+    if state.phase is not _STREAMING:
         return state
-    draft = state.draft or AssistantDraft()
-    open_ids = tuple(o for o in draft.open_call_ids if o[0] != event.id)
-    if event.id in state.seen_call_ids:
+    opened = state._open
+    if len(opened) == 1 and opened[0][0] == event.id:
+        open_ids: tuple[tuple[str, str], ...] = ()
+    else:
+        open_ids = tuple(o for o in opened if o[0] != event.id) if opened else ()
+    if state.has_seen_call(event.id):
         # The first record (and any grant) stays bound to the first input.
-        state = state.evolve(draft=AssistantDraft(draft.blocks, draft.text, open_ids))
+        state = _evolve(state, {"_blocks": state._blocks or (), "_open": open_ids})
         return _violation(
             state, Violation.DUPLICATE_CALL_ID, event.id, f"Reused tool call id {event.id!r}."
         )
-    blocks = draft.closed_blocks()
-    new_draft = AssistantDraft((*blocks, ToolCallBlock(event.id, event.name, event.input)), None, open_ids)
-    state = state.evolve(draft=new_draft, seen_call_ids=state.seen_call_ids | {event.id})
-    return _open_call(state, event.id, event.name, event.input)
+    draft = {
+        "_blocks": (*_closed_blocks(state), ToolCallBlock(event.id, event.name, event.input)),
+        "_open": open_ids,
+        "_chunks": None,
+        "_n": 0,
+        "_seen_turn": state._seen_turn | {event.id},
+    }
+    return _open_call(state, draft, event.id, event.name, event.input)
 
 
-def _open_call(state: TurnState, call_id: str, name: str, raw: Any) -> TurnState:
-    """Create the record for a call whose tool_call block is already in the draft."""
+def _open_call(
+    state: TurnState, changes: dict[str, Any], call_id: str, name: str, raw: Any
+) -> TurnState:
+    """Create the record for a call whose tool_call block `changes` puts in the draft."""
     iteration = state.iteration
     tool = state.tool_set.get(name)
     if tool is None:
         text = UNKNOWN_TOOL_TEXT.format(name=name)
-        record = CallRecord(
-            call_id, name, "", text, ToolEffect.MUTATE, False, iteration, CallStatus.FAILED,
+        record = new_call(
+            call_id, name, "", text, _MUTATE, False, iteration, _FAILED,
             raw_input=raw, result=text, is_error=True,
         )
-        state = state.evolve(calls=(*state.calls, record))
-        return _violation(state, Violation.UNKNOWN_TOOL, call_id, f"Unknown tool {name!r}.")
+        changes["_log"] = state._log.append(
+            ViolationRecord(Violation.UNKNOWN_TOOL, call_id, f"Unknown tool {name!r}.")
+        )
+        return _append_call(state, record, changes)
 
     effect, destructive = tool.effect, tool.destructive
-    in_iteration = sum(1 for c in state.calls if c.iteration == iteration)
+    in_iteration = len(state.iteration_calls())
     limits, budget = state.limits, state.budget
     if (
         in_iteration >= limits.max_tool_calls_per_iteration
         or budget.tool_calls_accepted >= limits.max_tool_calls_per_turn
     ):
-        record = CallRecord(
+        record = new_call(
             call_id, name, "", LIMIT_SUMMARY.format(name=name), effect, destructive, iteration,
-            CallStatus.DENIED, raw_input=raw, result=LIMIT_TEXT, is_error=True,
+            _DENIED, raw_input=raw, result=LIMIT_TEXT, is_error=True,
             denial_reason=DenialReason.LIMIT_EXCEEDED,
         )
-        state = state.evolve(calls=(*state.calls, record))
-        return _violation(state, Violation.LIMIT_EXCEEDED, call_id, "Tool-call limit reached.")
+        changes["_log"] = state._log.append(
+            ViolationRecord(Violation.LIMIT_EXCEEDED, call_id, "Tool-call limit reached.")
+        )
+        return _append_call(state, record, changes)
 
     try:
         prepared = tool.prepare(raw)
@@ -297,16 +398,16 @@ def _open_call(state: TurnState, call_id: str, name: str, raw: Any) -> TurnState
         prepared = None
     if not isinstance(prepared, PreparedCall):
         text = "; ".join(prepared.issues) if prepared is not None else PREPARE_CRASH_TEXT
-        record = CallRecord(
-            call_id, name, "", text, effect, destructive, iteration, CallStatus.FAILED,
+        record = new_call(
+            call_id, name, "", text, effect, destructive, iteration, _FAILED,
             raw_input=raw, result=text, is_error=True,
         )
-        state = state.evolve(calls=(*state.calls, record))
+        state = _append_call(state, record, changes)
         if refusal_of(raw) is not None:
             return _violation(state, Violation.REFUSED_INPUT, call_id, text)
         return state
 
-    budget = TurnBudget(
+    changes["budget"] = new_budget(
         budget.iterations_started,
         budget.tool_calls_accepted + 1,
         budget.retries_used,
@@ -314,80 +415,84 @@ def _open_call(state: TurnState, call_id: str, name: str, raw: Any) -> TurnState
         budget.credits_spent,
     )
     digest = prepared.input_digest
-    base = dict(
-        input_digest=digest, summary=prepared.summary, effect=effect, destructive=destructive,
-        iteration=iteration, raw_input=raw, prepared=prepared,
-    )
-    grants = state.grants
+    summary = prepared.summary
     if is_denied(state.denials, name, digest):
-        record = CallRecord(
-            call_id, name, status=CallStatus.DENIED, result=DECLINED_TWIN_TEXT, is_error=True,
-            denial_reason=DenialReason.USER_DECLINED, **base,
+        record = new_call(
+            call_id, name, digest, summary, effect, destructive, iteration, _DENIED,
+            raw, DECLINED_TWIN_TEXT, True, DenialReason.USER_DECLINED, prepared,
         )
-    elif effect is ToolEffect.READ and not destructive:
-        record = CallRecord(call_id, name, status=CallStatus.APPROVED, **base)
-        grants = (
-            *grants,
-            auto_grant_read_only(tool, call_id=call_id, input_digest=digest, iteration=iteration),
+    elif effect is _READ and not destructive:
+        record = new_call(
+            call_id, name, digest, summary, effect, destructive, iteration, _APPROVED,
+            raw, None, False, None, prepared,
         )
+        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest, iteration=iteration)
+        changes["grants"] = (*state.grants, grant)
     else:
-        record = CallRecord(call_id, name, status=CallStatus.PENDING, **base)
-    return state.evolve(calls=(*state.calls, record), budget=budget, grants=grants)
+        record = new_call(
+            call_id, name, digest, summary, effect, destructive, iteration, _PENDING,
+            raw, None, False, None, prepared,
+        )
+    return _append_call(state, record, changes)
 
 
 def _answer_dropped_calls(state: TurnState) -> TurnState:
     """Give every announced-but-never-completed call a block and an error record."""
-    draft = state.draft
-    if draft is None or not draft.open_call_ids:
+    if state._blocks is None or not state._open:
         return state
-    for call_id, name in draft.open_call_ids:
-        draft = state.draft or AssistantDraft()
-        if call_id in state.seen_call_ids:
+    for call_id, name in state._open:
+        if state.has_seen_call(call_id):
             state = _violation(
                 state, Violation.DUPLICATE_CALL_ID, call_id, f"Reused tool call id {call_id!r}."
             )
             continue
         tool = state.tool_set.get(name)
-        record = CallRecord(
+        record = new_call(
             call_id, name, "", DROPPED_TEXT,
-            tool.effect if tool is not None else ToolEffect.MUTATE,
+            tool.effect if tool is not None else _MUTATE,
             tool.destructive if tool is not None else False,
-            state.iteration, CallStatus.FAILED, raw_input={}, result=DROPPED_TEXT, is_error=True,
+            state.iteration, _FAILED, raw_input={}, result=DROPPED_TEXT, is_error=True,
         )
-        state = state.evolve(
-            draft=AssistantDraft((*draft.closed_blocks(), ToolCallBlock(call_id, name, {})), None, ()),
-            calls=(*state.calls, record),
-            seen_call_ids=state.seen_call_ids | {call_id},
+        state = _append_call(
+            state,
+            record,
+            {
+                "_blocks": (*_closed_blocks(state), ToolCallBlock(call_id, name, {})),
+                "_chunks": None,
+                "_n": 0,
+                "_seen_turn": state._seen_turn | {call_id},
+                "_log": state._log.append(
+                    ViolationRecord(
+                        Violation.DROPPED_TOOL_CALL, call_id, f"Tool call {call_id!r} arrived damaged."
+                    )
+                ),
+            },
         )
-        state = _violation(
-            state, Violation.DROPPED_TOOL_CALL, call_id, f"Tool call {call_id!r} arrived damaged."
-        )
-    draft = state.draft or AssistantDraft()
-    return state.evolve(draft=AssistantDraft(draft.blocks, draft.text, ()))
+    return _evolve(state, {"_open": ()})
 
 
 def _on_message_stop(state: TurnState, event: MessageStop) -> TurnState:
-    if state.phase is TurnPhase.REQUESTING:
+    if state.phase is _REQUESTING:
         state = _begin_message(state, event.type)
-    if state.phase is not TurnPhase.STREAMING:
+    if state.phase is not _STREAMING:
         return state
     state = _fold_draft(_answer_dropped_calls(state))
     calls = state.iteration_calls()
     if event.stop_reason is not StopReason.TOOL_USE or not calls:
         # A tool_use stop with no calls completes: it never loops.
         return _settle(state, TurnOutcome.COMPLETED, "completed")
-    if any(c.status is CallStatus.PENDING for c in calls):
-        return state.evolve(phase=TurnPhase.AWAITING_APPROVAL)
-    return state.evolve(phase=TurnPhase.EXECUTING)
+    if any(c.status is _PENDING for c in calls):
+        return _evolve(state, {"phase": _AWAITING_APPROVAL})
+    return _evolve(state, {"phase": _EXECUTING})
 
 
 def _on_error(state: TurnState, event: StreamError) -> TurnState:
-    if state.phase not in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+    if state.phase not in (_REQUESTING, _STREAMING):
         return state
     if not event.is_terminal:
         # A notice about one frame or one call; the stream goes on (dropped calls are
         # answered at message_stop).
-        return state.evolve(stream_notices=(*state.stream_notices, event.error))
+        return _evolve(state, {"stream_notices": (*state.stream_notices, event.error)})
     return _settle(state, TurnOutcome.FAILED, "provider_error", error=event.error)
 
 
@@ -400,13 +505,32 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 # ---------------------------------------------------------------- commands
 
 
+def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
+    """Swap in the new record of the call at position `i` (every record with its id, should a
+    hand-built state repeat ids)."""
+    calls, index, ordered = state._call_table()
+    if len(index) != len(calls):
+        same = {j: record for j, c in enumerate(calls) if c.id == record.id}
+        return _replace_calls(state, same, changes)
+    as_list = list(calls)
+    as_list[i] = record
+    new_calls = tuple(as_list)
+    values = state.__dict__.copy()
+    values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, index, ordered)
+    new = _new_state(TurnState)
+    _set_dict(new, "__dict__", values)
+    return new
+
+
 def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
-    if state.phase is not TurnPhase.IDLE:
+    if state.phase is not _IDLE:
         return state
     base = tuple(cmd.base_messages)
     tool_set = ToolSet.from_registry(cmd.tool_set) if cmd.tool_set is not None else ToolSet()
     return TurnState(
-        phase=TurnPhase.REQUESTING,
+        phase=_REQUESTING,
         iteration=1,
         budget=TurnBudget(iterations_started=1, started_at_ms=cmd.now_ms),
         limits=cmd.limits,
@@ -417,153 +541,162 @@ def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
 
 
 def _on_approve_call(state: TurnState, cmd: ApproveCall) -> TurnState:
-    if state.phase is not TurnPhase.AWAITING_APPROVAL:
+    if state.phase is not _AWAITING_APPROVAL:
         return state
-    call = state.call(cmd.call_id)
-    if call is None or call.status is not CallStatus.PENDING:
+    found = _located(state, cmd.call_id)
+    if found is None or found[1].status is not _PENDING:
         return state
-    state = state.evolve(
-        grants=(*state.grants, grant_for_call(call, state.iteration)),
-        calls=_replace_call(state, _with_call(call, status=CallStatus.APPROVED)),
+    i, call = found
+    state = _replace_call(
+        state,
+        i,
+        call.with_changes(status=_APPROVED),
+        {"grants": (*state.grants, grant_for_call(call, state.iteration))},
     )
     return _maybe_executing(state)
 
 
 def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
-    if state.phase is not TurnPhase.AWAITING_APPROVAL:
+    if state.phase is not _AWAITING_APPROVAL:
         return state
     wanted = set(cmd.call_ids)
     eligible = [
-        c
-        for c in state.calls
+        (i, c)
+        for i, c in enumerate(state.calls)
         if c.id in wanted
-        and c.status is CallStatus.PENDING
+        and c.status is _PENDING
         and not c.destructive
         and state.tool_set.get(c.tool_name) is not None
     ]
     if not eligible:
         return state
-    ids = {c.id for c in eligible}
-    state = state.evolve(
-        grants=(*state.grants, *grant_for_batch(eligible, state.iteration)),
-        calls=tuple(
-            _with_call(c, status=CallStatus.APPROVED) if c.id in ids else c for c in state.calls
-        ),
-    )
+    ids = {c.id for _, c in eligible}
+    grants = grant_for_batch([c for _, c in eligible], state.iteration)
+    replaced = {
+        i: c.with_changes(status=_APPROVED)
+        for i, c in enumerate(state.calls)
+        if c.id in ids
+    }
+    state = _replace_calls(state, replaced, {"grants": (*state.grants, *grants)})
     return _maybe_executing(state)
 
 
 def _on_deny_call(state: TurnState, cmd: DenyCall) -> TurnState:
-    if state.phase is not TurnPhase.AWAITING_APPROVAL:
+    if state.phase is not _AWAITING_APPROVAL:
         return state
-    call = state.call(cmd.call_id)
-    if call is None or call.status is not CallStatus.PENDING:
+    found = _located(state, cmd.call_id)
+    if found is None or found[1].status is not _PENDING:
         return state
-    denied = _with_call(
-        call,
-        status=CallStatus.DENIED,
+    i, call = found
+    denied = call.with_changes(
+        status=_DENIED,
         denial_reason=DenialReason.USER_DECLINED,
         result=DECLINED_TEXT,
         is_error=True,
     )
-    state = state.evolve(
-        denials=(*state.denials, DenialRecord(call.tool_name, call.input_digest)),
-        calls=_replace_call(state, denied),
+    state = _replace_call(
+        state, i, denied,
+        {"denials": (*state.denials, DenialRecord(call.tool_name, call.input_digest))},
     )
     return _maybe_executing(state)
 
 
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
-    if state.phase is not TurnPhase.EXECUTING:
+    if state.phase is not _EXECUTING:
         return state
     auth = authorize_start(state, cmd.call_id)
-    if isinstance(auth, Authorized):
-        call = state.call(cmd.call_id)
-        assert call is not None  # authorize_start found it
-        return state.evolve(
-            calls=_replace_call(state, _with_call(call, status=CallStatus.RUNNING)),
-            used_grants=(*state.used_grants, auth.grant),
-        )
+    found = _located(state, cmd.call_id)
+    if type(auth) is Authorized:
+        assert found is not None  # authorize_start found it
+        i, call = found
+        grant = auth.grant
+        used = (*state.used_grants, grant)
+        changes: dict[str, Any] = {
+            "used_grants": used,
+            "_used_set": (used, state.used_grant_set() | {grant}),
+        }
+        return _replace_call(state, i, call.with_changes(status=_RUNNING), changes)
+    assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
     )
-    call = state.call(cmd.call_id)
-    if call is not None and call.status is CallStatus.APPROVED:
+    if found is not None and found[1].status is _APPROVED:
         # An approved call that was refused can never become startable later in this
         # iteration; settling it keeps the runner from asking forever.
+        i, call = found
         text = UNSTARTABLE_TEXT.get(auth.violation, UNSTARTABLE_DEFAULT)
-        failed = _with_call(call, status=CallStatus.FAILED, result=text, is_error=True)
-        state = state.evolve(calls=_replace_call(state, failed))
+        failed = call.with_changes(status=_FAILED, result=text, is_error=True)
+        state = _replace_call(state, i, failed, {})
     return state
 
 
 def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
-    if state.phase is not TurnPhase.EXECUTING:
+    if state.phase is not _EXECUTING:
         return state
-    call = state.call(cmd.call_id)
-    if call is None or call.status is not CallStatus.RUNNING:
+    found = _located(state, cmd.call_id)
+    if found is None or found[1].status is not _RUNNING:
         return state
+    i, call = found
     ok = isinstance(cmd.outcome, ToolOk)
-    settled = _with_call(
-        call,
-        status=CallStatus.SUCCEEDED if ok else CallStatus.FAILED,
+    settled = call.with_changes(
+        status=_SUCCEEDED if ok else _FAILED,
         result=cmd.outcome.result,
         is_error=not ok,
     )
-    return state.evolve(calls=_replace_call(state, settled))
+    return _replace_call(state, i, settled, {})
 
 
 def _on_advance(state: TurnState, cmd: Advance) -> TurnState:
-    if state.phase is not TurnPhase.EXECUTING:
+    if state.phase is not _EXECUTING:
         return state
     if any(c.status not in TERMINAL_STATUSES for c in state.iteration_calls()):
         return state
     state = _close_out(state)
     bound = budget_exhaustion(state.budget, state.limits, cmd.now_ms)
     if bound is not None:
-        return state.evolve(
-            phase=TurnPhase.SETTLED,
-            outcome=TurnOutcome.BOUNDED,
-            reason=bound.value,
-            notice=bounded_notice(bound),
-        )
+        return _evolve(state, {
+            "phase": _SETTLED,
+            "outcome": TurnOutcome.BOUNDED,
+            "reason": bound.value,
+            "notice": bounded_notice(bound),
+        })
     b = state.budget
-    return state.evolve(
-        phase=TurnPhase.REQUESTING,
-        iteration=state.iteration + 1,
-        budget=TurnBudget(
+    return _evolve(state, {
+        "phase": _REQUESTING,
+        "iteration": state.iteration + 1,
+        "budget": new_budget(
             b.iterations_started + 1,
             b.tool_calls_accepted,
             b.retries_used,
             b.started_at_ms,
             b.credits_spent,
         ),
-    )
+    })
 
 
 def _on_retry(state: TurnState, cmd: Retry) -> TurnState:
-    if state.phase is not TurnPhase.REQUESTING:
+    if state.phase is not _REQUESTING:
         return state
     b = state.budget
     # The iteration being retried is already counted; gating on it would forbid any retry
     # on the last permitted iteration, so the check sees the budget without it.
-    without_current = TurnBudget(
+    without_current = new_budget(
         b.iterations_started - 1, b.tool_calls_accepted, b.retries_used, b.started_at_ms,
         b.credits_spent,
     )
     if budget_exhaustion(without_current, state.limits, cmd.now_ms) is not None:
         error = cmd.error or ProtocolError(ErrorCode.TRANSPORT, RETRY_EXHAUSTED_TEXT)
         return _settle(state, TurnOutcome.FAILED, "provider_error", error=error)
-    return state.evolve(
-        budget=TurnBudget(
+    return _evolve(state, {
+        "budget": new_budget(
             b.iterations_started, b.tool_calls_accepted, b.retries_used + 1, b.started_at_ms,
             b.credits_spent,
         )
-    )
+    })
 
 
 def _on_refuse_request(state: TurnState, cmd: RefuseRequest) -> TurnState:
-    if state.phase is not TurnPhase.REQUESTING:
+    if state.phase is not _REQUESTING:
         return state
     return _settle(
         state, TurnOutcome.BOUNDED, cmd.reason, notice=refused_notice(cmd.message)
@@ -571,19 +704,19 @@ def _on_refuse_request(state: TurnState, cmd: RefuseRequest) -> TurnState:
 
 
 def _on_charge_credits(state: TurnState, cmd: ChargeCredits) -> TurnState:
-    if cmd.credits <= 0 or state.phase is TurnPhase.IDLE:
+    if cmd.credits <= 0 or state.phase is _IDLE:
         return state
     b = state.budget
-    return state.evolve(
-        budget=TurnBudget(
+    return _evolve(state, {
+        "budget": new_budget(
             b.iterations_started, b.tool_calls_accepted, b.retries_used, b.started_at_ms,
             b.credits_spent + cmd.credits,
         )
-    )
+    })
 
 
 def _on_stream_ended(state: TurnState, cmd: StreamEnded) -> TurnState:
-    if state.phase is TurnPhase.REQUESTING:
+    if state.phase is _REQUESTING:
         # The request already counted against the iteration bound; failing here (rather than
         # asking again) is what keeps a silent provider from looping for free.
         state = _violation(
@@ -591,7 +724,7 @@ def _on_stream_ended(state: TurnState, cmd: StreamEnded) -> TurnState:
         )
         error = ProtocolError(ErrorCode.MALFORMED_STREAM, EMPTY_STREAM_TEXT)
         return _settle(state, TurnOutcome.FAILED, "empty_stream", error=error)
-    if state.phase is TurnPhase.STREAMING:
+    if state.phase is _STREAMING:
         error = ProtocolError(ErrorCode.MALFORMED_STREAM, TRUNCATED_STREAM_TEXT)
         return _settle(state, TurnOutcome.FAILED, "truncated_stream", error=error)
     return state
@@ -611,15 +744,15 @@ def _on_check_deadline(state: TurnState, cmd: CheckDeadline) -> TurnState:
 
 
 def _on_approval_waited(state: TurnState, cmd: ApprovalWaited) -> TurnState:
-    if state.phase is not TurnPhase.AWAITING_APPROVAL or cmd.waited_ms <= 0:
+    if state.phase is not _AWAITING_APPROVAL or cmd.waited_ms <= 0:
         return state
     b = state.budget
-    return state.evolve(
-        budget=TurnBudget(
+    return _evolve(state, {
+        "budget": new_budget(
             b.iterations_started, b.tool_calls_accepted, b.retries_used,
             b.started_at_ms + cmd.waited_ms, b.credits_spent,
         )
-    )
+    })
 
 
 def _on_stop_turn(state: TurnState, cmd: StopTurn) -> TurnState:
@@ -635,16 +768,15 @@ def _on_undo_turn(state: TurnState, cmd: UndoTurn) -> TurnState:
 def _mark_undone(state: TurnState, cmd: UndoTurn) -> TurnState:
     def reverted(c: CallRecord) -> bool:
         # Read calls changed nothing, so there is nothing of theirs to undo; they stay succeeded.
-        return (c.status is CallStatus.SUCCEEDED and c.effect is ToolEffect.MUTATE
+        return (c.status is _SUCCEEDED and c.effect is _MUTATE
                 and c.id not in cmd.kept)
 
-    if not any(reverted(c) for c in state.calls):
+    replaced = {
+        i: c.with_changes(status=_UNDONE) for i, c in enumerate(state.calls) if reverted(c)
+    }
+    if not replaced:
         return state
-    return state.evolve(
-        calls=tuple(
-            _with_call(c, status=CallStatus.UNDONE) if reverted(c) else c for c in state.calls
-        )
-    )
+    return _replace_calls(state, replaced, {})
 
 
 _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
@@ -679,16 +811,16 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
 def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     """The next state of the turn after `input`. Total and pure."""
     handler = _HANDLERS.get(type(input))
-    if state.phase is TurnPhase.SETTLED:
-        if type(input) is UndoTurn:
-            return _mark_undone(state, input)
-        if type(input) is ChargeCredits:
-            return _on_charge_credits(state, input)
-        kind = getattr(input, "type", type(input).__name__)
-        return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {kind!r}.")
-    if handler is None:
-        return state  # not a turn input at all; ignoring it keeps the reducer total
-    return handler(state, input)
+    if state.phase is not _SETTLED:
+        if handler is None:
+            return state  # not a turn input at all; ignoring it keeps the reducer total
+        return handler(state, input)
+    if type(input) is UndoTurn:
+        return _mark_undone(state, input)
+    if type(input) is ChargeCredits:
+        return _on_charge_credits(state, input)
+    kind = getattr(input, "type", type(input).__name__)
+    return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {kind!r}.")
 
 
 def initial_state() -> TurnState:

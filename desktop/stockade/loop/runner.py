@@ -15,6 +15,7 @@ the wait short) and sent again, reserved and audited as a new attempt.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 import time
@@ -85,7 +86,7 @@ from stockade.protocol.events import (
 from stockade.protocol.messages import Message, message_to_json
 from stockade.protocol.request import ChatRequest
 from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
-from stockade.thf.canonical import digest
+from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.diff import describe, diff
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
@@ -192,6 +193,10 @@ class TurnRunner:
         # Digesting a whole document costs about a second at 50,000 entities, and the document
         # one commit produced is the next commit's (and a turn undo's) "before": keep the last.
         self._last_digest: tuple[ThreatModel, str] | None = None
+        # Each request repeats the messages of the one before: their audit JSON is kept by
+        # identity (with the message, so the id is not reused) instead of rebuilt per request.
+        self._message_json: dict[int, tuple[Message, str]] = {}
+        self._schema_chars: int | None = None
         self._driving = False
         self._inflight: asyncio.Future[Any] | None = None
         self._cancelled = asyncio.Event()
@@ -410,6 +415,13 @@ class TurnRunner:
                     logger.warning("a turn state observer raised", exc_info=True)
         return new
 
+    def _canonical_message(self, message: Message) -> str:
+        kept = self._message_json.get(id(message))
+        if kept is None or kept[0] is not message:
+            kept = (message, canonical_json(message_to_json(message)))
+            self._message_json[id(message)] = kept
+        return kept[1]
+
     def _digest(self, document: ThreatModel) -> str:
         last = self._last_digest
         if last is not None and last[0] is document:
@@ -524,7 +536,9 @@ class TurnRunner:
         info = resolve_model(self.provider_name, self.model)
         tools = self._tool_set.specs()
         if info is not None:
-            overhead = (len(system) + sum(len(str(t.input_schema)) for t in tools)) // 4
+            if self._schema_chars is None:  # the tool set is frozen for the runner
+                self._schema_chars = sum(len(str(t.input_schema)) for t in tools)
+            overhead = (len(system) + self._schema_chars) // 4
             messages = budget_messages(
                 messages,
                 max_input_tokens=info.context_window,
@@ -578,7 +592,7 @@ class TurnRunner:
             "attempt": state.budget.retries_used + 1,
             "model": self.model,
             "provider": self.provider_name,
-            "request_digest": _request_digest(sendable),
+            "request_digest": _request_digest(sendable, self._canonical_message),
             "messages": len(sendable.messages),
             "tools": len(sendable.tools),
             "reserved_credits": permit.reserved_credits,
@@ -819,14 +833,20 @@ def _screened(event: ToolCallComplete) -> ToolCallComplete:
     return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
 
 
-def _request_digest(request: ChatRequest) -> str:
-    return digest(
+def _request_digest(request: ChatRequest, message_json: Callable[[Message], str]) -> str:
+    """`digest` of the request's audit form `{provider, model, system, messages, tools,
+    max_output_tokens}`, assembled from the canonical JSON of its parts (canonical JSON of an
+    object is its members in key order, so the bytes are the same) with each message's text
+    from `message_json`."""
+    head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
+    tail = canonical_json(
         {
             "provider": request.provider,
             "model": request.model,
             "system": request.system,
-            "messages": [message_to_json(m) for m in request.messages],
             "tools": [t.name for t in request.tools],
-            "max_output_tokens": request.max_output_tokens,
         }
-    )
+    )[1:]
+    messages = ",".join(message_json(m) for m in request.messages)
+    text = f'{head},"messages":[{messages}],{tail}'
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -9,8 +9,9 @@ waiting turn obey exactly the same transitions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from enum import StrEnum
+from itertools import pairwise
 from typing import Any
 
 from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Violation
@@ -69,7 +70,7 @@ class ToolSet:
     Equality is by the ordered tool names, which is what a parked snapshot stores.
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         table: dict[str, Tool] = {}
@@ -78,6 +79,7 @@ class ToolSet:
                 raise ValueError(f"Duplicate tool name {tool.name!r} in a tool set.")
             table[tool.name] = tool
         self._tools = table
+        self._specs: tuple[ToolSpec, ...] | None = None
 
     @classmethod
     def from_registry(cls, registry: Any) -> ToolSet:
@@ -100,7 +102,13 @@ class ToolSet:
         return tuple(self._tools.values())
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(ToolSpec(t.name, t.description, t.input_schema()) for t in self._tools.values())
+        """What each request of the turn advertises. Built once: the set is frozen, and copying
+        every schema for every request was most of the cost of preparing one."""
+        if self._specs is None:
+            self._specs = tuple(
+                ToolSpec(t.name, t.description, t.input_schema()) for t in self._tools.values()
+            )
+        return self._specs
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
@@ -118,37 +126,73 @@ class ToolSet:
         return f"ToolSet({list(self._tools)!r})"
 
 
-class TextRun:
-    """Text streamed so far in the open text block, kept as an immutable chain of chunks.
+class _Chunks:
+    """The shared, append-only list behind `TextRun` views, with the longest text joined so far."""
 
-    Appending is O(1) and shares the earlier chain, so a stream of deltas never re-copies the
-    text it has already received; the joined text is built once, when it is read.
+    __slots__ = ("joined", "joined_n", "parts")
+
+    def __init__(self, parts: list[str]) -> None:
+        self.parts = parts
+        self.joined = ""
+        self.joined_n = 0
+
+    def text(self, n: int) -> str:
+        done = self.joined_n
+        if done == n:
+            return self.joined
+        if done < n:
+            # Benign cache writes: the first `n` parts never change once appended.
+            text = self.joined + "".join(self.parts[done:n])
+            self.joined, self.joined_n = text, n
+            return text
+        return "".join(self.parts[:n])
+
+
+def _append_chunk(chunks: _Chunks, n: int, chunk: str) -> _Chunks:
+    """`chunks` with `chunk` as part `n`: in place when part `n` is free, else a copy of the first
+    `n` parts (another view already appended there), so every view keeps exactly its own parts."""
+    parts = chunks.parts
+    if len(parts) == n:
+        parts.append(chunk)
+        return chunks
+    copy = _Chunks(parts[:n])
+    copy.parts.append(chunk)
+    if chunks.joined_n <= n:
+        copy.joined, copy.joined_n = chunks.joined, chunks.joined_n
+    return copy
+
+
+class TextRun:
+    """Text streamed so far in the open text block: an immutable view of the first parts of a
+    shared append-only chunk list.
+
+    Extending the newest view appends in place, so a stream of deltas costs O(1) each and never
+    re-copies text it already received; extending an older view copies its parts first. The
+    joined text is built when read, and only the part not joined before is joined again.
     """
 
-    __slots__ = ("_cache", "_chunk", "_prev")
+    __slots__ = ("_chunks", "_n")
 
     def __init__(self, chunk: str, prev: TextRun | None = None) -> None:
-        self._chunk = chunk
-        self._prev = prev
-        self._cache: str | None = None
+        if prev is None:
+            self._chunks = _Chunks([chunk])
+            self._n = 1
+        else:
+            self._chunks = _append_chunk(prev._chunks, prev._n, chunk)
+            self._n = prev._n + 1
+
+    @classmethod
+    def _view(cls, chunks: _Chunks, n: int) -> TextRun:
+        run = object.__new__(cls)
+        run._chunks = chunks
+        run._n = n
+        return run
 
     def extend(self, chunk: str) -> TextRun:
-        return TextRun(chunk, self)
+        return TextRun._view(_append_chunk(self._chunks, self._n, chunk), self._n + 1)
 
     def text(self) -> str:
-        if self._cache is None:
-            parts: list[str] = []
-            node: TextRun | None = self
-            while node is not None:
-                if node._cache is not None:
-                    parts.append(node._cache)
-                    break
-                parts.append(node._chunk)
-                node = node._prev
-            parts.reverse()
-            # A benign cache write: the value is a pure function of the immutable chain.
-            self._cache = "".join(parts)
-        return self._cache
+        return self._chunks.text(self._n)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TextRun) and self.text() == other.text()
@@ -158,6 +202,36 @@ class TextRun:
 
     def __repr__(self) -> str:
         return f"TextRun({self.text()!r})"
+
+
+class _Log:
+    """An append-only record list shared between states: each state sees its first `n` items.
+
+    Appending to the newest view is O(1) (in place); appending to an older view copies its
+    items first. The tuple a reader asks for is built once per view.
+    """
+
+    __slots__ = ("_items", "_n", "_tuple")
+
+    def __init__(self, items: list[Any], n: int) -> None:
+        self._items = items
+        self._n = n
+        self._tuple: tuple[Any, ...] | None = None
+
+    def append(self, item: Any) -> _Log:
+        items, n = self._items, self._n
+        if len(items) != n:
+            items = items[:n]
+        items.append(item)
+        return _Log(items, n + 1)
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        if self._tuple is None:
+            self._tuple = tuple(self._items[: self._n])  # benign cache write
+        return self._tuple
+
+
+_EMPTY_LOG = _Log([], 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +252,13 @@ class AssistantDraft:
         return Message("assistant", self.closed_blocks())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CallRecord:
-    """One tool call the model opened in this turn."""
+    """One tool call the model opened in this turn.
+
+    Not slotted on purpose: `with_changes` copies the instance dict in one step, which is what
+    each status change of a call costs.
+    """
 
     id: str
     tool_name: str  # exactly as the model sent it
@@ -197,6 +275,40 @@ class CallRecord:
     # Runnable closures are not state: equality and snapshots ignore them.
     prepared: PreparedCall | None = field(default=None, compare=False, repr=False)
 
+    def with_changes(self, **changes: Any) -> CallRecord:
+        """A copy with `changes` applied (fields only; not validated — reducer use)."""
+        values = self.__dict__.copy()
+        values.update(changes)
+        new = object.__new__(CallRecord)
+        _set_dict(new, "__dict__", values)
+        return new
+
+
+def new_call(
+    id: str,
+    tool_name: str,
+    input_digest: str,
+    summary: str,
+    effect: ToolEffect,
+    destructive: bool,
+    iteration: int,
+    status: CallStatus,
+    raw_input: Any = None,
+    result: str | None = None,
+    is_error: bool = False,
+    denial_reason: DenialReason | None = None,
+    prepared: PreparedCall | None = None,
+) -> CallRecord:
+    """`CallRecord(...)` without the frozen `__init__`'s per-field cost (reducer use)."""
+    record = object.__new__(CallRecord)
+    _set_dict(record, "__dict__", {
+        "id": id, "tool_name": tool_name, "input_digest": input_digest, "summary": summary,
+        "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
+        "raw_input": raw_input, "result": result, "is_error": is_error,
+        "denial_reason": denial_reason, "prepared": prepared,
+    })
+    return record
+
 
 @dataclass(frozen=True, slots=True)
 class ViolationRecord:
@@ -205,63 +317,248 @@ class ViolationRecord:
     detail: str
 
 
-@dataclass(frozen=True)
-class TurnState:
-    """Everything the reducer knows about one turn. A new instance per transition.
+_set_dict = object.__setattr__
+_FIELDS = (
+    "phase", "iteration", "budget", "limits", "tool_set", "history", "draft", "calls", "grants",
+    "used_grants", "denials", "violations", "stream_notices", "outcome", "reason", "notice",
+    "error", "seen_call_ids",
+)
+_NO_IDS: frozenset[str] = frozenset()
+_DEFAULT_BUDGET = TurnBudget()
+_DEFAULT_LIMITS = TurnLimits()
+_EMPTY_TOOLS = ToolSet()
 
-    Not slotted on purpose: `evolve` copies the instance dict in one step, which keeps the
-    per-delta cost of a streamed reply small.
+
+class TurnState:
+    """Everything the reducer knows about one turn. Immutable; a new instance per transition.
+
+    The public attributes are the fields of `__init__`. Internally the draft is kept as its parts
+    (`_blocks`, `_open`, and the text as a view `_chunks`/`_n` of a shared chunk list) and the
+    violations as a shared append-only log, so a streamed delta or a late event costs O(1): one
+    dict copy and one append. The call ids of the history the turn was given are kept apart
+    from the turn's own, so opening a call never copies a long conversation's ids. Lookups by
+    call id and grant use indexes that travel with the tuples they index (checked by identity,
+    so a state made any other way rebuilds them).
     """
 
-    phase: TurnPhase = TurnPhase.IDLE
-    iteration: int = 0
-    budget: TurnBudget = field(default_factory=TurnBudget)
-    limits: TurnLimits = field(default_factory=TurnLimits)
-    tool_set: ToolSet = field(default_factory=ToolSet)
-    history: tuple[Message, ...] = ()
-    draft: AssistantDraft | None = None
-    calls: tuple[CallRecord, ...] = ()
-    grants: tuple[Grant, ...] = ()
-    used_grants: tuple[Grant, ...] = ()
-    denials: tuple[DenialRecord, ...] = ()
-    violations: tuple[ViolationRecord, ...] = ()
-    stream_notices: tuple[ProtocolError, ...] = ()
-    outcome: TurnOutcome | None = None
-    reason: str | None = None  # machine reason for the outcome: a bound kind, "provider_error", ...
-    notice: str | None = None  # human text for bounded and runner-stopped turns
-    error: ProtocolError | None = None  # the provider error that failed the turn, if any
-    seen_call_ids: frozenset[str] = frozenset()  # every tool-call id in history and this turn
+    def __init__(
+        self,
+        phase: TurnPhase = TurnPhase.IDLE,
+        iteration: int = 0,
+        budget: TurnBudget = _DEFAULT_BUDGET,
+        limits: TurnLimits = _DEFAULT_LIMITS,
+        tool_set: ToolSet = _EMPTY_TOOLS,
+        history: tuple[Message, ...] = (),
+        draft: AssistantDraft | None = None,
+        calls: tuple[CallRecord, ...] = (),
+        grants: tuple[Grant, ...] = (),
+        used_grants: tuple[Grant, ...] = (),
+        denials: tuple[DenialRecord, ...] = (),
+        violations: tuple[ViolationRecord, ...] = (),
+        stream_notices: tuple[ProtocolError, ...] = (),
+        outcome: TurnOutcome | None = None,
+        reason: str | None = None,  # machine reason for the outcome: a bound kind, ...
+        notice: str | None = None,  # human text for bounded and runner-stopped turns
+        error: ProtocolError | None = None,  # the provider error that failed the turn, if any
+        seen_call_ids: frozenset[str] = frozenset(),  # every tool-call id in history and turn
+    ) -> None:
+        values: dict[str, Any] = {
+            "phase": phase,
+            "iteration": iteration,
+            "budget": budget,
+            "limits": limits,
+            "tool_set": tool_set,
+            "history": history,
+            "calls": calls,
+            "grants": grants,
+            "used_grants": used_grants,
+            "denials": denials,
+            "stream_notices": stream_notices,
+            "outcome": outcome,
+            "reason": reason,
+            "notice": notice,
+            "error": error,
+            "_seen": seen_call_ids,
+            "_seen_turn": _NO_IDS,
+            "_log": _Log(list(violations), len(violations)) if violations else _EMPTY_LOG,
+        }
+        values.update(_draft_parts(draft))
+        _set_dict(self, "__dict__", values)
+
+    # The attributes below are set in __init__ (stored in the instance dict); declared for typing.
+    phase: TurnPhase
+    iteration: int
+    budget: TurnBudget
+    limits: TurnLimits
+    tool_set: ToolSet
+    history: tuple[Message, ...]
+    calls: tuple[CallRecord, ...]
+    grants: tuple[Grant, ...]
+    used_grants: tuple[Grant, ...]
+    denials: tuple[DenialRecord, ...]
+    stream_notices: tuple[ProtocolError, ...]
+    outcome: TurnOutcome | None
+    reason: str | None
+    notice: str | None
+    error: ProtocolError | None
+    _log: _Log
+    _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
+    _seen_turn: frozenset[str]  # ids the reducer has added since: a turn's few calls
+    _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
+    _open: tuple[tuple[str, str], ...]
+    _chunks: _Chunks | None
+    _n: int
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    @property
+    def draft(self) -> AssistantDraft | None:
+        blocks = self._blocks
+        if blocks is None:
+            return None
+        chunks = self._chunks
+        text = None if chunks is None else TextRun._view(chunks, self._n)
+        return AssistantDraft(blocks, text, self._open)
+
+    @property
+    def violations(self) -> tuple[ViolationRecord, ...]:
+        return self._log.as_tuple()
+
+    @property
+    def seen_call_ids(self) -> frozenset[str]:
+        """Every tool-call id in the history the turn was given and in the turn itself."""
+        added = self._seen_turn
+        if not added:
+            return self._seen
+        cached = self.__dict__.get("_seen_all")
+        if cached is None or cached[0] is not added:
+            cached = (added, self._seen | added)
+            self.__dict__["_seen_all"] = cached  # benign cache write, checked by identity
+        return cached[1]
+
+    def has_seen_call(self, call_id: str) -> bool:
+        """`call_id in seen_call_ids` without building the union (a long history's ids are
+        kept apart from the turn's, so opening a call copies only the turn's)."""
+        return call_id in self._seen_turn or call_id in self._seen
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not TurnState:
+            return NotImplemented
+        return self is other or self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
+        return f"TurnState({inner})"
 
     @property
     def messages(self) -> tuple[Message, ...]:
         """The whole conversation, including the assistant message still streaming."""
-        if self.draft is None:
+        draft = self.draft
+        if draft is None:
             return self.history
-        return (*self.history, self.draft.to_message())
+        return (*self.history, draft.to_message())
+
+    def call_index(self) -> dict[str, int]:
+        """Position of each call id in `calls` (the first, should an id repeat)."""
+        return self._call_table()[1]
+
+    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], bool]:
+        """(calls, id -> position, whether iterations never decrease along `calls`)."""
+        cached = self.__dict__.get("_index")
+        calls = self.calls
+        if cached is not None and cached[0] is calls:
+            return cached
+        index: dict[str, int] = {}
+        for i, c in enumerate(calls):
+            index.setdefault(c.id, i)
+        ordered = all(a.iteration <= b.iteration for a, b in pairwise(calls))
+        table = (calls, index, ordered)
+        self.__dict__["_index"] = table  # benign cache write, checked by identity
+        return table
 
     def call(self, call_id: str) -> CallRecord | None:
-        for c in self.calls:
-            if c.id == call_id:
-                return c
-        return None
+        i = self.call_index().get(call_id)
+        return None if i is None else self.calls[i]
+
+    def grants_for(self, call_id: str) -> tuple[Grant, ...]:
+        """Every grant naming `call_id`, in issue order."""
+        cached = self.__dict__.get("_grants_by_call")
+        grants = self.grants
+        if cached is None or cached[0] is not grants:
+            by_call: dict[str, tuple[Grant, ...]] = {}
+            for g in grants:
+                by_call[g.call_id] = (*by_call.get(g.call_id, ()), g)
+            cached = (grants, by_call)
+            self.__dict__["_grants_by_call"] = cached  # benign cache write
+        return cached[1].get(call_id, ())
+
+    def used_grant_set(self) -> frozenset[Grant]:
+        cached = self.__dict__.get("_used_set")
+        used = self.used_grants
+        if cached is None or cached[0] is not used:
+            cached = (used, frozenset(used))
+            self.__dict__["_used_set"] = cached  # benign cache write
+        return cached[1]
 
     def iteration_calls(self) -> tuple[CallRecord, ...]:
-        return tuple(c for c in self.calls if c.iteration == self.iteration)
+        calls, iteration = self.calls, self.iteration
+        if not self._call_table()[2]:  # a state built by hand may mix iterations
+            return tuple(c for c in calls if c.iteration == iteration)
+        # The reducer appends calls in iteration order: this iteration's calls end the tuple.
+        start = len(calls)
+        while start and calls[start - 1].iteration >= iteration:
+            start -= 1
+        end = start
+        while end < len(calls) and calls[end].iteration == iteration:
+            end += 1
+        return calls[start:end]
 
     def runnable_calls(self) -> tuple[CallRecord, ...]:
         """Approved calls, in the order the model opened them."""
-        return tuple(c for c in self.calls if c.status is CallStatus.APPROVED)
+        approved = CallStatus.APPROVED
+        return tuple(c for c in self.calls if c.status is approved)
 
     def pending_calls(self) -> tuple[CallRecord, ...]:
-        return tuple(c for c in self.calls if c.status is CallStatus.PENDING)
+        pending = CallStatus.PENDING
+        return tuple(c for c in self.calls if c.status is pending)
 
     def evolve(self, **changes: Any) -> TurnState:
-        """A copy with `changes` applied (fields only; not validated — reducer use)."""
+        """A copy with `changes` applied (public fields only; not validated)."""
+        values = self.__dict__.copy()
+        for name, value in changes.items():
+            if name == "draft":
+                values.update(_draft_parts(value))
+            elif name == "violations":
+                values["_log"] = _Log(list(value), len(value)) if value else _EMPTY_LOG
+            elif name == "seen_call_ids":
+                values["_seen"], values["_seen_turn"] = value, _NO_IDS
+            elif name in _FIELDS:
+                values[name] = value
+            else:
+                raise TypeError(f"TurnState has no field {name!r}")
         new = object.__new__(TurnState)
-        d = new.__dict__
-        d.update(self.__dict__)
-        d.update(changes)
+        _set_dict(new, "__dict__", values)
         return new
+
+
+def _draft_parts(draft: AssistantDraft | None) -> dict[str, Any]:
+    if draft is None:
+        return {"_blocks": None, "_open": (), "_chunks": None, "_n": 0}
+    text = draft.text
+    if text is None:
+        return {"_blocks": draft.blocks, "_open": draft.open_call_ids, "_chunks": None, "_n": 0}
+    return {"_blocks": draft.blocks, "_open": draft.open_call_ids, "_chunks": text._chunks,
+            "_n": text._n}
 
 
 def tool_call_ids(messages: Iterable[Message]) -> frozenset[str]:

@@ -7,9 +7,27 @@ import json
 import math
 from typing import Any
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # exact types that pass through unchanged
+
 
 def _normalize(value: Any) -> Any:
     # Integral floats print as integers so that 1 and 1.0 digest the same, as in JSON.
+    # Plain dicts, lists and scalars (nearly everything digested) are handled inline without a
+    # call per leaf; anything else (floats, subclasses, bad types) goes through `_normalize_other`.
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        return {
+            (k if type(k) is str else str(k)): (v if type(v) in _PLAIN else _normalize(v))
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else _normalize(v) for v in value]
+    return _normalize_other(value)
+
+
+def _normalize_other(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
         return value
     if isinstance(value, float):
@@ -23,11 +41,15 @@ def _normalize(value: Any) -> Any:
     raise TypeError(f"canonical JSON cannot hold {type(value).__name__}")
 
 
+# Built once: `json.dumps` with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> str:
     """Keys sorted by code point, no whitespace, non-ASCII kept raw, integers without `.0`."""
-    return json.dumps(
-        _normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _ENCODER.encode(_normalize(value))
 
 
 def digest(value: Any) -> str:

@@ -7,11 +7,15 @@ list stays true for as long as that list lives, and an edit to threats leaves th
 the other seven sections valid for the next document.
 
 A `SectionIndex` holds, for one section list: columns (one field of every entity, by
-position), id → position, and the `text` filter's lower-cased haystacks. Each table is built
-the first time a read needs it, so a call pays only for what it reads. Columns are filled by
-C-level `map` calls and searched with C-level `compress`, so a search over 75,000 values
-stays near a millisecond and the index adds no per-entity containers for the garbage
-collector to walk.
+position), id → position, reverse-reference maps (value of a reference field → ascending
+positions of the entities holding it), and the `text` filter's lower-cased haystacks. Each
+table is built when a read needs it, so a call pays only for what it reads:
+
+- The first lookup of an id, or of the entities holding a reference, in a section is one
+  C-level scan (`map`/`compress` over the entities, nothing kept): a document just opened,
+  or a section just edited, answers its first read without building anything.
+- From the second lookup on, that field's table is built (id → position, or the reverse
+  map), and every later lookup costs only its matches.
 
 The cache is a small LRU keyed by the list's identity. An entry holds its list, so the id it
 is filed under cannot be reused by another list while the entry exists, and every hit is
@@ -23,9 +27,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress, count, repeat
-from operator import attrgetter, contains, eq, or_
+from operator import attrgetter, contains, eq
 from typing import Any
 
 from stockade.protocol.secret_scan import redacted
@@ -43,6 +47,9 @@ _REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "groups": ("parent",),
 }
 """Fields the `references` filter compares with its id (`contains` is a member test)."""
+
+_DERIVED_FIELDS: dict[str, tuple[str, ...]] = {"threats": ("flow", "element")}
+"""Other fields `get_entity` looks entities up by (a flow's or an element's threats)."""
 
 _TEXT_FIELDS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
     "elements": attrgetter("id", "name", "type", "subtype", "trust_zone", "description"),
@@ -79,10 +86,18 @@ def raw_haystack(kind: str, entity: Any) -> str:
     return "\n".join(parts)
 
 
-class SectionIndex:
-    """Lookup tables for one section list of one kind, each built on first use."""
+_LIST_FIELDS = frozenset({"contains"})
+"""Reference fields that hold a list of ids (a member test) rather than one id."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "_shown", "kind", "length", "section")
+SCANS_BEFORE_TABLE = 1
+"""Lookups of one field a section answers by scanning before it builds that field's table."""
+
+
+class SectionIndex:
+    """Lookup tables for one section list of one kind, each built when reads need it."""
+
+    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "kind",
+                 "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -90,6 +105,8 @@ class SectionIndex:
         self.length = len(section)
         self._columns: dict[str, list[Any]] = {}
         self._positions: dict[str, int] | None = None
+        self._reverse: dict[str, dict[Any, int | list[int]]] = {}
+        self._scans: dict[str, int] = {}
         self._haystacks: list[str] | None = None
         self._shown: dict[int, str] = {}
 
@@ -101,10 +118,21 @@ class SectionIndex:
             self._columns[field] = found
         return found
 
+    def _scan_first(self, field: str) -> bool:
+        """Whether this lookup of `field` should scan (and not build its table yet)."""
+        done = self._scans.get(field, 0)
+        if done >= SCANS_BEFORE_TABLE:
+            return False
+        self._scans[field] = done + 1
+        return True
+
     def position(self, entity_id: str) -> int:
         """Position of the first entity whose id is exactly `entity_id`, else -1."""
         positions = self._positions
         if positions is None:
+            if "id" not in self._columns and self._scan_first("id"):
+                hits = compress(count(), map(eq, repeat(entity_id), map(_ID, self.section)))
+                return next(hits, -1)
             ids = self.column("id")
             positions = dict(zip(ids, range(len(ids)), strict=True))
             if len(positions) != len(ids):
@@ -115,15 +143,58 @@ class SectionIndex:
             self._positions = positions
         return positions.get(entity_id, -1)
 
-    def ids_where(self, field: str, value: str) -> list[str]:
-        """Ids of the entities whose `field` equals `value`, in document order."""
-        # Ids are read from the few matches only, so no id column is built for this.
-        return list(map(_ID, compress(self.section, map(eq, repeat(value), self.column(field)))))
+    def holding(self, field: str, value: str) -> list[int]:
+        """Ascending positions of the entities whose `field` is `value` (for a list field:
+        holds `value`), each once."""
+        table = self._reverse.get(field)
+        if table is None:
+            if field not in self._columns and self._scan_first(field):
+                values = map(attrgetter(field), self.section)
+                if field in _LIST_FIELDS:
+                    return list(compress(count(), map(contains, values, repeat(value))))
+                return list(compress(count(), map(eq, repeat(value), values)))
+            table = self._reverse_table(field)
+        found = table.get(value)
+        if found is None:
+            return []
+        return [found] if isinstance(found, int) else list(found)
 
-    def ids_containing(self, field: str, value: str) -> list[str]:
-        """Ids of the entities whose list `field` holds `value`, in document order."""
-        matches = map(contains, self.column(field), repeat(value))
-        return list(map(_ID, compress(self.section, matches)))
+    def _reverse_table(self, field: str) -> dict[Any, int | list[int]]:
+        # A value held once (most ids) maps to its position, a plain int; only values held
+        # more than once get a list. Ints are not tracked by the cyclic collector, so a table
+        # of 25,000 values adds few objects for it to walk, and builds faster.
+        table: dict[Any, int | list[int]] = {}
+        get = table.get
+        column = self.column(field)
+        if field in _LIST_FIELDS:
+            for i, values in enumerate(column):
+                for value in values:
+                    at = get(value)
+                    if at is None:
+                        table[value] = i
+                    elif isinstance(at, int):
+                        if at != i:  # a value listed twice in one entity counts once
+                            table[value] = [at, i]
+                    elif at[-1] != i:
+                        at.append(i)
+        else:
+            for i, value in enumerate(column):
+                if value is not None:
+                    at = get(value)
+                    if at is None:
+                        table[value] = i
+                    elif isinstance(at, int):
+                        table[value] = [at, i]
+                    else:
+                        at.append(i)
+        self._reverse[field] = table
+        return table
+
+    def ids_holding(self, field: str, value: str) -> list[str]:
+        """Ids of the entities whose `field` is (or, for a list field, holds) `value`, in
+        document order."""
+        section = self.section
+        return [section[i].id for i in self.holding(field, value)]
 
     def referrers(self, ref: str) -> list[int]:
         """Ascending positions of the entities that refer to `ref`, each once.
@@ -132,15 +203,15 @@ class SectionIndex:
         relationships, layer or group for elements, members for boundaries, targets for
         threats, the parent for groups; layers and diagrams refer to nothing.
         """
-        tests: list[Iterator[bool]] = []
-        for field in _REFERENCE_FIELDS.get(self.kind, ()):
-            if field == "contains":
-                tests.append(map(contains, self.column(field), repeat(ref)))
-            else:
-                tests.append(map(eq, repeat(ref), self.column(field)))
-        if not tests:
+        fields = _REFERENCE_FIELDS.get(self.kind, ())
+        if not fields:
             return []
-        return list(compress(count(), tests[0] if len(tests) == 1 else map(or_, *tests)))
+        if len(fields) == 1:
+            return self.holding(fields[0], ref)
+        found: set[int] = set()
+        for field in fields:
+            found.update(self.holding(field, ref))
+        return sorted(found)
 
     def haystacks(self) -> list[str]:
         """The `text` filter's haystack of every entity, by position."""
@@ -198,8 +269,12 @@ def build_full_index(document: ThreatModel) -> list[SectionIndex]:
     built = []
     for kind in SECTION_NAMES:
         index = SectionIndex(kind, getattr(document, kind))
+        index.column("id")
         index.position("")
         index.haystacks()
-        index.referrers("")
+        for field in _REFERENCE_FIELDS.get(kind, ()):
+            index._reverse_table(field)
+        for field in _DERIVED_FIELDS.get(kind, ()):
+            index._reverse_table(field)
         built.append(index)
     return built

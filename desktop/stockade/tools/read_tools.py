@@ -327,15 +327,15 @@ def full_projection(kind: str, entity: Any, document: ThreatModel) -> dict[str, 
         p.lst(out, "stores", element.stores)
         element_id = element.id
         flows = section_index(document, "data_flows")
-        p.lst(out, "incoming_flow_ids", flows.ids_where("to", element_id))
-        p.lst(out, "outgoing_flow_ids", flows.ids_where("from_", element_id))
+        p.lst(out, "incoming_flow_ids", flows.ids_holding("to", element_id))
+        p.lst(out, "outgoing_flow_ids", flows.ids_holding("from_", element_id))
         boundaries = section_index(document, "trust_boundaries")
-        p.lst(out, "trust_boundary_ids", boundaries.ids_containing("contains", element_id))
-        p.lst(out, "threat_ids", section_index(document, "threats").ids_where("element", element_id))
+        p.lst(out, "trust_boundary_ids", boundaries.ids_holding("contains", element_id))
+        p.lst(out, "threat_ids", section_index(document, "threats").ids_holding("element", element_id))
     elif kind == "data_flows":
         data_flow: DataFlow = entity
         p.lst(out, "data", data_flow.data)
-        p.lst(out, "threat_ids", section_index(document, "threats").ids_where("flow", data_flow.id))
+        p.lst(out, "threat_ids", section_index(document, "threats").ids_holding("flow", data_flow.id))
     elif kind == "trust_boundaries":
         p.lst(out, "contains", entity.contains)
     elif kind == "threats":

@@ -75,8 +75,38 @@ def forbidden_key_issues(raw: Any) -> list[str]:
 
     An explicit stack keeps arbitrarily deep input (20,000 nested lists) from exhausting the
     interpreter's recursion limit; paths are kept as parent links and spelled out only for an
-    issue, so deep input costs linear time.
+    issue, so deep input costs linear time. Clean input (nearly all of it) is recognised first
+    by a walk that keeps no paths at all.
     """
+    if _plainly_clean(raw):
+        return []
+    return _path_issues(raw)
+
+
+def _plainly_clean(raw: Any) -> bool:
+    """True when `raw` (plain dicts, lists and scalars) has no `__proto__` key and no unpaired
+    surrogate; False when it has one, or holds a subclass the exact walk should judge."""
+    stack = [raw]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        value = pop()
+        kind = type(value)
+        if kind is str:
+            if _has_lone_surrogate(value):
+                return False
+        elif kind is dict:
+            for key, child in value.items():
+                if key == FORBIDDEN_KEY or (isinstance(key, str) and _has_lone_surrogate(key)):
+                    return False
+                push(child)
+        elif kind is list:
+            extend(value)
+        elif isinstance(value, (str, dict, list)):
+            return False
+    return True
+
+
+def _path_issues(raw: Any) -> list[str]:
     issues: list[str] = []
     root: _PathLink = None
     stack: list[tuple[Any, _PathLink]] = [(raw, root)]

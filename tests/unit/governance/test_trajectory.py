@@ -146,3 +146,20 @@ def test_event_hash_matches_canonical_json_for_any_strings(
                 "payload": payload, "prev_hash": prev}
     assert event_hash(seq, run_id, 3, kind, at_ms, canonical_json(payload), prev) == \
         digest(envelope)
+
+
+def test_verify_checks_run_ids_and_kinds_that_need_escaping(
+    trajectory: Trajectory, db: Database
+) -> None:
+    # Verify quotes each kind and run id once and the previous hash as is; the text it hashes
+    # must still be exactly the canonical JSON the append hashed.
+    for run_id, kind in [('run "quoted"', "tool.proposed"), ("rün-é\\n", 'kind "x"'),
+                         ("tab\there", "ctrl\x01"), ('run "quoted"', "tool.proposed")]:
+        trajectory.append(run_id, kind, {"call_id": "c1"})
+    result = trajectory.verify_chain()
+    assert result.ok and result.checked == 4
+    raw = _drop_triggers(db)
+    raw.execute("UPDATE event SET run_id = ? WHERE seq = 2", ("rün-é\\m",))
+    raw.commit()
+    result = trajectory.verify_chain()
+    assert not result.ok and result.first_broken == 2 and "changed" in (result.reason or "")

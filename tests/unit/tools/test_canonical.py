@@ -48,3 +48,39 @@ def test_digest_is_sha256_of_the_canonical_bytes() -> None:
 @given(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=6))
 def test_digest_is_independent_of_insertion_order(value: dict[str, object]) -> None:
     assert digest(value) == digest(dict(reversed(list(value.items()))))
+
+
+def _reference_normalize(value: object) -> object:
+    """The plain recursive definition the fast normalizer must match exactly."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, dict):
+        return {str(k): _reference_normalize(v) for k, v in value.items()}
+    assert isinstance(value, (list, tuple))
+    return [_reference_normalize(v) for v in value]
+
+
+_leaves = (
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+_keys = st.text(max_size=3) | st.integers(-3, 3) | st.booleans()
+_values = st.recursive(
+    _leaves,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_values)
+def test_canonical_json_matches_the_plain_recursive_definition(value: object) -> None:
+    import json
+
+    expected = json.dumps(
+        _reference_normalize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        allow_nan=False,
+    )
+    assert canonical_json(value) == expected

@@ -148,3 +148,34 @@ def test_many_elements_are_counted_past_the_list_cap(registry: ToolRegistry) -> 
     assert hub["incoming_flow_ids"] == [f"f{i}" for i in range(10)]
     assert hub["incoming_flow_ids_total"] == 25
     assert hub["outgoing_flow_ids_total"] == 25
+
+
+def test_the_first_lookup_scans_and_later_ones_use_the_table_with_the_same_answers() -> None:
+    from stockade.tools.document_index import SCANS_BEFORE_TABLE
+
+    document = make_doc(
+        elements=[el("a"), el("b"), el("a", name="Second A")],
+        data_flows=[flow("loop", "a", "a"), flow("f1", "b", "a"), flow("f2", "a", "b")],
+        trust_boundaries=[{"id": "tb", "name": "TB", "contains": ["a", "a", "b"]},
+                          {"id": "tb2", "name": "TB2", "contains": ["b"]}],
+        threats=[threat("t1", element="a", flow="loop"), threat("t2", flow="loop"), threat("t3", element="b")],
+    )
+    cases = [
+        ("data_flows", "to", "a", [0, 1]), ("data_flows", "from_", "a", [0, 2]),
+        ("data_flows", "to", "nowhere", []), ("trust_boundaries", "contains", "a", [0]),
+        ("trust_boundaries", "contains", "b", [0, 1]), ("threats", "element", "a", [0]),
+        ("threats", "flow", "loop", [0, 1]),
+    ]
+    for kind, field, value, expected in cases:
+        index = section_index(fresh_copy(document), kind)
+        answers = [index.holding(field, value) for _ in range(SCANS_BEFORE_TABLE + 2)]
+        assert answers == [expected] * len(answers), (kind, field, value)
+        assert field in index._reverse  # the table was built after the scans
+    elements = section_index(fresh_copy(document), "elements")
+    assert [elements.position("a") for _ in range(3)] == [0, 0, 0]
+    assert [elements.position("zz") for _ in range(3)] == [-1, -1, -1]
+    flows = section_index(fresh_copy(document), "data_flows")
+    assert [flows.referrers("a") for _ in range(3)] == [[0, 1, 2]] * 3
+    # A table's lists are not handed out: changing an answer changes no later answer.
+    flows.holding("to", "a").append(99)
+    assert flows.holding("to", "a") == [0, 1]

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stockade.tools.read_tools import GetEntityInput
 from stockade.tools.registry import ToolRegistry
@@ -179,3 +181,19 @@ def test_json_schema_of_a_read_input_is_plain() -> None:
     schema = json_schema(GetEntityInput)
     assert schema["properties"]["kind"]["enum"][0] == "elements"
     assert set(schema) == {"type", "properties", "required", "additionalProperties"}
+
+
+_texts = st.sampled_from(["a", "é", "__proto__", "\ud800", "x\udfffy", "ok"]) | st.text(max_size=3)
+_trees = st.recursive(
+    st.none() | st.booleans() | st.integers() | _texts,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner)
+    | st.dictionaries(_texts, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(_trees)
+def test_the_pathless_first_walk_never_hides_an_issue(raw: object) -> None:
+    from stockade.tools.schema import _path_issues
+
+    assert forbidden_key_issues(raw) == _path_issues(raw)
