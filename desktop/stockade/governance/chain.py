@@ -37,21 +37,37 @@ class AnchorError(Exception):
 
 
 class ChainKey:
-    """The audit key: computes and checks event MACs. Its id names it without revealing it."""
+    """The audit key: computes and checks event MACs. Its id names it without revealing it.
 
-    __slots__ = ("_key", "key_id")
+    HMAC-SHA-256 (RFC 2104) from the two padded-key hash states, prepared once and copied per
+    event: `audit verify` computes 100,000 MACs, and this is about three times faster than
+    `hmac.digest`, which prepares them again on every call (a test pins the equality).
+    """
+
+    __slots__ = ("_inner", "_outer", "_prefix", "key_id")
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 32:
             raise ValueError("an audit key must be at least 32 bytes")
-        self._key = key
         self.key_id = hmac.digest(key, _KEY_ID_LABEL, "sha256").hex()[:12]
+        block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
+        self._prefix = f"{MAC_PREFIX}{self.key_id}:"
 
     def __repr__(self) -> str:
         return f"ChainKey(key_id={self.key_id!r})"
 
+    def states(self) -> tuple[Any, Any, str]:
+        """(inner, outer, prefix) for a hot loop that inlines `mac` (copy both states)."""
+        return self._inner, self._outer, self._prefix
+
     def mac(self, text: str) -> str:
-        return f"{MAC_PREFIX}{self.key_id}:{hmac.digest(self._key, text.encode('utf-8'), 'sha256').hex()}"
+        inner = self._inner.copy()
+        inner.update(text.encode("utf-8"))
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return self._prefix + outer.hexdigest()
 
     def matches(self, text: str, stored: str) -> bool:
         return hmac.compare_digest(self.mac(text), stored)

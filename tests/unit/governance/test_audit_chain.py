@@ -6,11 +6,14 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from stockade.governance.chain import AuditKeys, ChainHead, FileAnchor, KeyringMarker
+from stockade.governance.chain import AuditKeys, ChainHead, ChainKey, FileAnchor, KeyringMarker
 from stockade.governance.sealing import SnapshotKeys
 from stockade.governance.trajectory import EventKind, Trajectory, TrajectoryError
 from stockade.store import Database
+from tests.conftest import examples
 from tests.unit.governance.conftest import DictSecrets, FakeClock
 
 
@@ -90,3 +93,13 @@ def test_verify_run_checks_one_runs_events_in_place(db: Database, secrets: DictS
     raw.close()
     broken = trail.verify_run("run-0")
     assert not broken.ok and broken.first_broken == 3 and trail.verify_run("run-1").ok
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(key=st.binary(min_size=32, max_size=100), text=st.text(max_size=200))
+def test_the_event_mac_is_hmac_sha256(key: bytes, text: str) -> None:
+    import hmac
+
+    mac = ChainKey(key).mac(text)
+    assert mac.rsplit(":", 1)[1] == hmac.digest(key, text.encode("utf-8"), "sha256").hex()
+    assert ChainKey(key).matches(text, mac) and not ChainKey(key + b"x").matches(text, mac)
