@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from stockade.governance.trajectory import GENESIS_HASH, event_text
 from tests.e2e.conftest import run_cli
 from tests.helpers.cli import CliResult
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
 
+GENESIS_HASH = "sha256:" + "0" * 64
 MODEL = "claude-sonnet-5"
 API_KEY = "sk-ant-api03-E2eSecurityKey0123456789abcdef"
 DELETE_THREAT = ("toolu_del", "delete_threat", {"action": "delete_threat", "id": "threat-3"})
@@ -80,6 +80,14 @@ def verify(env: dict[str, str], *extra: str) -> tuple[int, dict[str, Any]]:
 def drop_triggers(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TRIGGER IF EXISTS event_no_update")
     conn.execute("DROP TRIGGER IF EXISTS event_no_delete")
+
+
+def event_text(seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, payload: str,
+               prev: str) -> str:
+    """An event's canonical JSON, as an attacker rebuilding the chain would write it."""
+    return json.dumps({"at_ms": at_ms, "kind": kind, "payload": json.loads(payload),
+                       "prev_hash": prev, "run_id": run_id, "run_seq": run_seq, "seq": seq},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def rewrite_from(stockade_home: Path, first: int, edit: Any = None, *,
