@@ -513,7 +513,11 @@ class _ChainCheck:
         (`ChainKey.mac`). Anything out of the ordinary — a failure, an unkeyed event, the keyed
         boundary the keyring recorded — goes through `event`, which words the reason."""
         key, since = self.key, self.since
-        inner0, outer0, prefix = key.states() if key is not None else (None, None, "")
+        inner0: Any = None
+        outer0: Any = None
+        prefix = ""
+        if key is not None:
+            inner0, outer0, prefix = key.states()
         boundary = since.seq if since is not None else -1
         quoted, run_next = self.quoted, self.run_next
         prev, last_seq = self.prev, self.last_seq
@@ -537,11 +541,11 @@ class _ChainCheck:
             run_json = quoted.get(run_id)
             if run_json is None:
                 run_json = quoted[run_id] = _s(run_id)
-            inner = inner0.copy()  # type: ignore[union-attr]
+            inner = inner0.copy()
             inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
                           f'"prev_hash":"{prev_hash}","run_id":{run_json},'
                           f'"run_seq":{run_seq},"seq":{seq}}}').encode())
-            outer = outer0.copy()  # type: ignore[union-attr]
+            outer = outer0.copy()
             outer.update(inner.digest())
             if prefix + outer.hexdigest() != stored:
                 self.prev, self.last_seq = prev, last_seq
