@@ -141,11 +141,6 @@ class AssistantService:
 
         return await self.worker.call(recover)
 
-    async def needs_passphrase(self, run_id: str | None = None) -> bool:
-        """Whether parking (or opening `run_id`) needs a passphrase the front end must ask for:
-        no secure keyring, no `STOCKADE_SNAPSHOT_KEY`, and none given or remembered yet."""
-        return await self.worker.call(lambda gov: gov.runs.needs_passphrase(run_id))
-
     async def tools(self) -> Any:
         """The tool registry (built once, on the worker, with the provider SDKs imported)."""
         if self._registry is None:

@@ -39,7 +39,6 @@ from stockade.governance.ledger import Ledger
 from stockade.governance.sealing import (
     EnvelopeInfo,
     KeyMode,
-    PassphraseRequired,
     SnapshotKeys,
     SnapshotTampered,
     derive_key,
@@ -55,8 +54,6 @@ from stockade.thf.canonical import canonical_json, digest
 
 DECISION_KEY_LABEL = b"stockade decision mac v1"
 MAX_ACTOR_LENGTH = 100
-DEFAULT_PARKED_TTL_MS = 30 * 24 * 3600 * 1000
-"""Parked runs expire after 30 days unless settings say otherwise."""
 
 
 class DocumentChanged(ConflictError):
@@ -195,28 +192,6 @@ class RunStates:
         if sealed is None:
             raise ConflictError(f"run {run_id} has no parked snapshot")
         return self._open(run_id, sealed, passphrase)[0]
-
-    def key_mode(self) -> KeyMode | None:
-        """Where snapshot keys come from on this machine (None: no keyring at all)."""
-        return self._keys.mode() if self._keys is not None else None
-
-    def needs_passphrase(self, run_id: str | None = None) -> bool:
-        """Whether sealing (or opening `run_id`'s snapshot) needs a passphrase not held yet."""
-        if self._keys is None:
-            return False
-        if run_id is None:
-            return self._keys.mode() is KeyMode.PASSPHRASE and self._keys.passphrase(None) is None
-        sealed = sql.read_snapshot(self._db.read(), run_id)
-        if sealed is None:
-            return False
-        info = envelope_info(sealed, run_id)
-        if info.scrypt is None:
-            return False
-        try:
-            self._keys.opening_key(info, None)
-        except PassphraseRequired:
-            return True
-        return False
 
     def _open(self, run_id: str, sealed: bytes,
               passphrase: str | None) -> tuple[dict[str, Any], bytes, EnvelopeInfo]:

@@ -209,7 +209,7 @@ def _check(world: World) -> None:
 SECRETS: dict[Path, DictSecrets] = {}
 
 
-@settings(max_examples=examples(80), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(OPS)
 def test_no_call_runs_without_a_verified_decision_for_exactly_it(ops: list[tuple[str, int, bool]]
                                                                ) -> None:
