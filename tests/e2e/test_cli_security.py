@@ -596,3 +596,42 @@ def test_parked_runs_expire_are_listed_as_expired_and_never_resumed(
     assert again.returncode == 1 and "expired" in again.stderr
     assert cli(env, "runs", "resume", fresh).returncode == 0
     assert verify(env)[0] == 0
+
+
+def test_a_turn_that_waits_after_a_write_conflict_is_left_parked_on_its_own_copy(
+    server: FakeProviderServer, env: dict[str, str], model_file: Path
+) -> None:
+    add = ("toolu_add", "add_threat", {"action": "add_threat", "threat": {
+        "title": "Card data replay", "category": "Spoofing", "severity": "high",
+        "element": "api-gateway", "description": "Replayed tokens are accepted twice."}})
+    edited = model_file.read_text().replace("Payment Processing Service", "Payments (edited)")
+    requests = 0
+
+    def users_edit(_request: Any) -> None:
+        nonlocal requests
+        requests += 1
+        if requests == 2:  # the user saves while the model works on its second step
+            model_file.write_text(edited)
+
+    server.script([Reply.sse(anthropic_sse(tool_calls=[add], model=MODEL)),
+                   Reply.sse(anthropic_sse(tool_calls=[DELETE_THREAT], model=MODEL))])
+    server.on_request(users_edit)
+    parked = assist(env, model_file, "--approve", "mutate", "--write")
+    assert parked.returncode == 3, parked.stderr  # the delete waits; the add was committed
+    assert "changed while the turn ran" in parked.stderr
+    conflict = model_file.with_name("model.stockade-conflict.thf")
+    assert model_file.read_text() == edited and "Card data replay" in conflict.read_text()
+    run_id = json.loads(parked.stdout)["run_id"]
+    assert cli(env, "runs", "approve", run_id, "toolu_del", "--actor", "ana").returncode == 0
+
+    # Resuming on the user's edit would overwrite it with the turn's document: refused.
+    server.script([Reply.sse(anthropic_sse(text="Done.", model=MODEL))])
+    refused = cli(env, "runs", "resume", run_id, "--write")
+    assert refused.returncode == 1 and "stockade-conflict.thf" in refused.stderr
+    assert model_file.read_text() == edited and server.requests == []
+    # Adopting the turn's copy lets it continue there.
+    model_file.write_text(conflict.read_text())
+    resumed = cli(env, "runs", "resume", run_id, "--write", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    final = model_file.read_text()
+    assert "Card data replay" in final and "threat-3" not in final
