@@ -21,7 +21,15 @@ from stockade.secrets.keystore import SESSION_KEYS
 from stockade.store.database import database_path
 from stockade.store.runs import RunStatus
 from stockade.ui.assistant.passphrase_dialog import PassphraseDialog
-from tests.gui.chat_helpers import assistant, choose, copy_fixture, send, wait_dialog, wait_settled
+from tests.gui.chat_helpers import (
+    assistant,
+    choose,
+    copy_fixture,
+    finish,
+    send,
+    wait_dialog,
+    wait_settled,
+)
 from tests.gui.conftest import WindowDriver
 from tests.helpers.cli import invoke
 
@@ -78,6 +86,7 @@ def _approve_everything(driver: WindowDriver) -> None:
             return
         dialog = wait_dialog(driver, controller)
         dialog.approve_all_button.click()
+        finish(dialog)
         driver.qtbot.waitUntil(lambda d=dialog: controller.dialog is not d, timeout=30_000)
 
 

@@ -27,6 +27,7 @@ class GrantScope(StrEnum):
 
 class DenialReason(StrEnum):
     USER_DECLINED = "user_declined"  # the user said no; sticky by (tool, digest) for the turn
+    POLICY_DENIED = "policy_denied"  # a headless policy said no (`--approve deny`); sticky too
     TURN_CANCELLED = "turn_cancelled"  # the turn ended before the call could run
     LIMIT_EXCEEDED = "limit_exceeded"  # over the per-iteration or per-turn tool-call cap
 
@@ -62,6 +63,9 @@ class Violation(StrEnum):
     REFUSED_INPUT = "refused_input"
     """a tool call broke the bounds every call must keep (non-finite numbers, nesting, size, an
     over-long id or name); no tool saw it and the model got an error result naming why."""
+    INVALID_EDIT = "invalid_edit"
+    """an edit of a pending call whose input the tool refused (or that matches an input already
+    declined in the turn); the call keeps its input."""
 
 
 

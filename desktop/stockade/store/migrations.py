@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stockade.store.declined import SCHEMA as _DECLINED
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -157,5 +159,6 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ledger", _LEDGER),
     Migration(2, "trajectory", _TRAJECTORY),
     Migration(3, "runs", _RUNS),
+    Migration(4, "declined proposals", _DECLINED),
     Migration(5, "security", _SECURITY),
 )
