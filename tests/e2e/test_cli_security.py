@@ -405,7 +405,10 @@ def test_a_process_without_the_audit_key_appends_nothing_to_a_keyed_trail(
     server.script([Reply.sse(anthropic_sse(text="must not be asked", model=MODEL))])
     result = assist(env, model_file)
     assert result.returncode == 1 and "keyed" in result.stderr
-    assert server.requests == []
+    assert "internal error" not in result.stderr and server.requests == []
+    assert cli(env, "runs", "list").returncode == 0  # reading still works
+    unchecked = cli(env, "audit", "verify")
+    assert unchecked.returncode == 1 and "cannot be checked here" in unchecked.stdout
     keyring_file.write_text(json.dumps(saved))
     assert verify(env)[0] == 0
     assert os.environ.get("STOCKADE_SNAPSHOT_KEY") is None

@@ -46,7 +46,12 @@ from stockade.governance.sealing import (
     seal,
     unseal,
 )
-from stockade.governance.trajectory import EventKind, Trajectory, TrajectoryEvent
+from stockade.governance.trajectory import (
+    EventKind,
+    Trajectory,
+    TrajectoryError,
+    TrajectoryEvent,
+)
 from stockade.store import ConflictError, Database, NotFoundError
 from stockade.store import runs as sql
 from stockade.store.runs import Decision, DecisionRow, PendingCallRow, RunRow, RunStatus
@@ -338,17 +343,21 @@ class RunStates:
         cutoff = self._now() - ttl_ms
         expired: list[str] = []
         for run_id in sql.parked_before(self._db.read(), cutoff):
-            with self._db.write() as conn:
-                row = sql.get_run(conn, run_id)
-                if row is None or row.status is not RunStatus.PARKED or row.claimed or \
-                        row.updated_ms >= cutoff:
-                    continue
-                sql.finish_run(conn, run_id, outcome="expired", reason="expired",
-                               now_ms=self._now())
-                released = self._ledger.release_run_in(conn, run_id)
-                self._trajectory.append_in(conn, run_id, EventKind.RUN_FINISHED, {
-                    "outcome": "expired", "reason": "expired", "released_holds": released,
-                    "parked_ms": row.updated_ms})
+            try:
+                with self._db.write() as conn:
+                    row = sql.get_run(conn, run_id)
+                    if row is None or row.status is not RunStatus.PARKED or row.claimed or \
+                            row.updated_ms >= cutoff:
+                        continue
+                    sql.finish_run(conn, run_id, outcome="expired", reason="expired",
+                                   now_ms=self._now())
+                    released = self._ledger.release_run_in(conn, run_id)
+                    self._trajectory.append_in(conn, run_id, EventKind.RUN_FINISHED, {
+                        "outcome": "expired", "reason": "expired", "released_holds": released,
+                        "parked_ms": row.updated_ms})
+            except TrajectoryError:
+                continue  # not recordable here (no audit key): still listed and refused as
+                # expired, and finished by the next process that can record it
             expired.append(run_id)
         return expired
 
@@ -460,13 +469,16 @@ class RunStates:
                 continue
             if run.owner_pid is not None and process_alive(run.owner_pid):
                 continue
-            with self._db.write() as conn:
-                if not sql.mark_interrupted(conn, run.run_id, owner_pid=run.owner_pid,
-                                            now_ms=self._now()):
-                    continue
-                released = self._ledger.release_run_in(conn, run.run_id)
-                self._trajectory.append_in(conn, run.run_id, EventKind.RUN_INTERRUPTED,
-                                           {"released_holds": released})
+            try:
+                with self._db.write() as conn:
+                    if not sql.mark_interrupted(conn, run.run_id, owner_pid=run.owner_pid,
+                                                now_ms=self._now()):
+                        continue
+                    released = self._ledger.release_run_in(conn, run.run_id)
+                    self._trajectory.append_in(conn, run.run_id, EventKind.RUN_INTERRUPTED,
+                                               {"released_holds": released})
+            except TrajectoryError:
+                continue  # left for a process that can record it (its holds stay open)
             recovered.append(run.run_id)
         # The cheap read keeps an ordinary start free of write locks; the list is read again
         # under the lock, because a parked run claimed meanwhile must keep its new hold.
