@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import psycopg
 
 from stockade.store.interface import MemberKind, TeamWallet
-from stockade.store.postgres import PostgresDatabase, open_postgres, parse_database_url
+from stockade.store.postgres.database import PostgresDatabase, open_postgres
+from stockade.store.postgres.target import parse_database_url
 from stockade.store.postgres.team import add_member, ensure_team
 from tests.helpers.postgres import PostgresServer
 

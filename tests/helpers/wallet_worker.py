@@ -17,7 +17,8 @@ import time
 
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger
 from stockade.store import reservations as sql
-from stockade.store.postgres import open_postgres, parse_database_url
+from stockade.store.postgres.database import open_postgres
+from stockade.store.postgres.target import parse_database_url
 
 FIXED_NOW_MS = 1_796_040_000_000  # one window for the whole run, whatever the wall clock says
 

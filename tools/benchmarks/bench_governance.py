@@ -1,10 +1,12 @@
 """Governance benchmark: durable trajectory appends per second and `audit verify` over 100k
 events, on both stores, and reserve/settle round trips under 4 concurrent writers.
 
-Appends are measured the way the runner makes them: one event per write transaction. On the
-SQLite file that is `BEGIN IMMEDIATE` in WAL mode with `synchronous=NORMAL` (durable against
-an application crash); on the team store it is one PostgreSQL transaction taking the team's
-row lock, against a server this benchmark starts itself (`initdb` in a temporary folder, the
+Appends are measured the way the runner makes them: one event per write transaction, on the
+keyed chain a user gets (HMAC-SHA-256 per event, the chain head rewritten in each
+transaction; the key comes from an in-memory stand-in for the keyring). On the SQLite file
+that is `BEGIN IMMEDIATE` in WAL mode with `synchronous=NORMAL` (durable against an
+application crash) and the head in a file beside it; on the team store it is one PostgreSQL
+transaction taking the team's row lock, the head in the team's `chain_anchor` row, against a server this benchmark starts itself (`initdb` in a temporary folder, the
 server's durable defaults: fsync and synchronous commit on), connected over a Unix socket as
 an analyst role of a team, so row-level security is in every statement. The round trips are
 4 processes of one team, each a reserve transaction then a settle transaction, with no limit
@@ -53,12 +55,43 @@ def _payload(i: int) -> dict[str, Any]:
 Opener = Callable[[], Any]
 
 
+class _MemorySecrets:
+    """The keyring, in memory (the benchmark must not touch the real one)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def get_secret(self, name: str) -> str | None:
+        return self.items.get(name)
+
+    def set_secret(self, name: str, value: str) -> None:
+        self.items[name] = value
+
+
+def _keyed_trajectory(db: Any) -> Any:
+    """The trajectory as `Governance` builds it for this store, keyed."""
+    from stockade.governance.chain import AuditKeys
+    from stockade.governance.sealing import SnapshotKeys
+    from stockade.governance.teamchain import anchor_for, marker_for
+    from stockade.governance.teamkeys import TeamSnapshotKeys, new_team_key, team_key_name
+    from stockade.governance.trajectory import Trajectory
+
+    secrets = _MemorySecrets()
+    team = db.identity().team
+    keys = SnapshotKeys(secrets)
+    if team is not None:
+        secrets.set_secret(team_key_name(team), new_team_key())
+        keys = TeamSnapshotKeys(secrets, team)
+    return Trajectory(db, keys=AuditKeys(keys), anchor=anchor_for(db),
+                      marker=marker_for(db, secrets))
+
+
 def _append_rate(open_store: Opener) -> float:
-    from stockade.governance.trajectory import EventKind, Trajectory
+    from stockade.governance.trajectory import EventKind
 
     db = open_store()
     try:
-        trajectory = Trajectory(db)
+        trajectory = _keyed_trajectory(db)
         started = time.perf_counter()
         for i in range(APPENDS):
             trajectory.append(f"run-{i // 50}", EventKind.TOOL_PROPOSED, _payload(i))
@@ -69,11 +102,11 @@ def _append_rate(open_store: Opener) -> float:
 
 
 def _verify_seconds(open_store: Opener) -> tuple[float, int]:
-    from stockade.governance.trajectory import EventKind, Trajectory
+    from stockade.governance.trajectory import EventKind
 
     db = open_store()
     try:
-        trajectory = Trajectory(db)
+        trajectory = _keyed_trajectory(db)
         batch = 10_000
         for start in range(0, VERIFY_EVENTS, batch):  # set-up only: big transactions
             with db.write() as conn:
@@ -129,7 +162,8 @@ def _open(url: str | None, folder: Path) -> Any:
         from stockade.store import open_database
 
         return open_database(folder / "stockade.db")
-    from stockade.store.postgres import open_postgres, parse_database_url
+    from stockade.store.postgres.database import open_postgres
+    from stockade.store.postgres.target import parse_database_url
 
     return open_postgres(parse_database_url(url))
 
@@ -181,11 +215,11 @@ def _team_store() -> Iterator[tuple[Callable[[], str], Any] | None]:
 
 def _rows(store: str, rate: float, verify_s: float, checked: int) -> list[dict[str, Any]]:
     return [
-        {"benchmark": "governance", "metric": "durable trajectory appends (median of "
+        {"benchmark": "governance", "metric": "durable keyed trajectory appends (median of "
          f"{APPEND_RUNS} x {APPENDS}) [in-process, {store}]", "value": round(rate, 1),
          "unit": "appends/s",
          "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
-        {"benchmark": "governance", "metric": f"audit verify over {checked} events (median of "
+        {"benchmark": "governance", "metric": f"audit verify over {checked} keyed events (median of "
          f"{VERIFY_RUNS}) [in-process, {store}]", "value": round(verify_s, 3), "unit": "s",
          "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
     ]
@@ -216,7 +250,8 @@ def run() -> list[dict[str, Any]]:
             rows.append(_round_trip_row("SQLite file", sqlite_trips))
             return rows
         new_team_url, _server = team
-        from stockade.store.postgres import open_postgres, parse_database_url
+        from stockade.store.postgres.database import open_postgres
+        from stockade.store.postgres.target import parse_database_url
 
         def team_opener() -> Opener:
             url = new_team_url()

@@ -8,12 +8,12 @@ Every provider request first reserves an upper bound of its cost. The reserve is
 `BEGIN IMMEDIATE` transaction that sums what the turn, the day and the month have committed
 (open holds at their full amount, closed rows at their settled amount), refuses if the new hold
 would cross any limit, and inserts the hold; two processes therefore cannot both squeeze under
-a limit. A hold closes exactly once: settled at the priced usage **capped at the hold**, refunded
-(settled 0) when the request failed, or released in full by crash recovery. So for every closed
-row `reserved = settled + released`, and spend can never exceed a budget by construction: a
-hold was only granted if it fit, and settling never moves above the hold. Usage priced above
-its hold (which a true upper bound should make impossible) is kept in `actual` for audit but
-never charged past the cap. Windows are UTC calendar days and months.
+a limit. A hold closes exactly once: settled at the priced usage, refunded (settled 0) when the
+request never started, or released in full by crash recovery; for every closed row `reserved =
+settled + released`. Usage priced above its hold (which a true upper bound should make
+impossible: a provider that reports more than the request could have used) is charged in full
+— `settled` is the whole hold and `overrun` the rest, so the wallet shows what the provider
+will bill — and the runner stops the turn at once. Windows are UTC calendar days and months.
 """
 
 from __future__ import annotations
@@ -107,7 +107,14 @@ class Settlement:
     status: ReservationStatus
     reserved: int
     settled: int
+    """Charged within the hold (at most `reserved`)."""
     actual: int
+    overrun: int = 0
+    """Charged above the hold."""
+
+    @property
+    def charged(self) -> int:
+        return self.settled + self.overrun
 
     @property
     def over_reservation(self) -> bool:
@@ -183,7 +190,8 @@ class Ledger:
     def settle_in(self, conn: Connection, hold_id: str, *, actual: int | None,
                   input_tokens: int = 0, output_tokens: int = 0, cached_input_tokens: int = 0,
                   failed: bool = False) -> Settlement:
-        """Close a hold: refund on failure, else charge `actual` capped at the hold.
+        """Close a hold: refund when the request never started (`failed`), else charge
+        `actual` in full (above the hold too: see the module docstring).
 
         `actual=None` (the provider reported no usage) charges the full hold: we cannot prove
         the request was cheaper, and the hold was already allowed by every limit.
@@ -193,17 +201,19 @@ class Ledger:
             raise KeyError(f"no reservation {hold_id}")
         if row.status is not ReservationStatus.OPEN:
             return Settlement(hold_id, row.status, row.reserved, row.settled or 0,
-                              row.actual or 0)
+                              row.actual or 0, row.overrun)
         if failed:
             status, charged, priced = ReservationStatus.REFUNDED, 0, 0
         else:
             priced = row.reserved if actual is None else actual
             status, charged = ReservationStatus.SETTLED, min(priced, row.reserved)
+        overrun = max(priced - row.reserved, 0)
         sql.close_reservation(conn, hold_id, status=status, settled=charged, actual=priced,
-                              input_tokens=input_tokens, output_tokens=output_tokens,
+                              overrun=overrun, input_tokens=input_tokens,
+                              output_tokens=output_tokens,
                               cached_input_tokens=cached_input_tokens,
                               closed_ms=int(self._clock_ms()))
-        return Settlement(hold_id, status, row.reserved, charged, priced)
+        return Settlement(hold_id, status, row.reserved, charged, priced, overrun)
 
     def settle(self, hold_id: str, **kwargs: Any) -> Settlement:
         with self._db.write() as conn:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from stockade.governance.chain import AuditKeys, ChainKey
 from stockade.governance.ledger import Ledger
 from stockade.governance.pricebook import PriceBook, load_price_book
 from stockade.governance.runstate import RunStates
 from stockade.governance.sealing import SecretStore, SnapshotKeys
+from stockade.governance.teamchain import anchor_for, marker_for
 from stockade.governance.trajectory import Trajectory
 from stockade.store import Store, StoreIdentity
 from stockade.store.postgres.target import DatabaseTarget
@@ -30,9 +32,13 @@ class Governance:
         self.identity: StoreIdentity = db.identity()
         self.clock_ms = clock_ms or wall_clock_ms
         self.price_book = price_book or load_price_book()
-        self.trajectory = Trajectory(db, self.clock_ms)
-        self.ledger = Ledger(db, self.clock_ms)
         self.keys = _snapshot_keys(secrets, self.identity)
+        # On a team store the audit key derives from the team's key, so every member who holds
+        # it appends to and verifies the one team chain; its head lives in the team database.
+        self.trajectory = Trajectory(
+            db, self.clock_ms, keys=AuditKeys(self.keys) if self.keys is not None else None,
+            anchor=anchor_for(db), marker=marker_for(db, secrets))
+        self.ledger = Ledger(db, self.clock_ms)
         self.runs = RunStates(db, self.trajectory, self.ledger, self.keys, self.clock_ms)
 
     def close(self) -> None:
@@ -93,3 +99,13 @@ def open_governance(*, secrets: SecretStore | None = None, recover: bool = True,
     if recover:
         gov.runs.recover_interrupted()
     return gov
+
+
+def machine_audit_key(secrets: SecretStore | None = None) -> ChainKey | None:
+    """This machine's audit key (keyring or `STOCKADE_SNAPSHOT_KEY`), without opening the
+    database: checking an exported trail needs no data folder."""
+    if secrets is None:
+        from stockade.secrets import KeyStore
+
+        secrets = KeyStore()
+    return AuditKeys(SnapshotKeys(secrets)).existing()

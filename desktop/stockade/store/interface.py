@@ -11,7 +11,7 @@ only that team's rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -84,6 +84,14 @@ class Connection(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
 
 
+class CommitHook(Protocol):
+    """Work tied to one write transaction (see `Store.transaction_hook`)."""
+
+    def before_commit(self) -> None: ...
+
+    def after_rollback(self) -> None: ...
+
+
 class Store(Protocol):
     """One open store: per-thread connections, serialized write transactions, identity."""
 
@@ -98,8 +106,18 @@ class Store(Protocol):
         another writer's."""
         ...
 
+    def transaction_hook(self, name: str, factory: Callable[[], CommitHook]) -> CommitHook:
+        """The hook called `name` of the open write transaction, made by `factory` if new;
+        hooks run `before_commit` in order just before COMMIT (the write lock still held) and
+        `after_rollback` when the transaction does not commit."""
+        ...
+
     def read(self) -> Connection:
         """The thread's connection for single-statement reads."""
+        ...
+
+    def in_write_transaction(self) -> bool:
+        """Whether this thread has a write transaction open."""
         ...
 
     def close(self) -> None: ...

@@ -49,6 +49,7 @@ def open_store(database_url: str | None, *,
     """Open (the SQLite file is created and migrated) the store `database_url` names."""
     if database_url is None:
         return open_database()
-    from stockade.store.postgres import open_postgres, parse_database_url
+    from stockade.store.postgres.database import open_postgres
+    from stockade.store.postgres.target import parse_database_url
 
     return open_postgres(parse_database_url(database_url), password=password)

@@ -11,7 +11,7 @@ import pytest
 from stockade.governance.ledger import Ledger
 from stockade.governance.trajectory import Trajectory
 from stockade.store import MemberKind, Store, open_database
-from stockade.store.postgres import PermissionDenied, StoreIntegrityError
+from stockade.store.postgres.database import PermissionDenied, StoreIntegrityError
 
 REFUSED = (sqlite3.IntegrityError, StoreIntegrityError, PermissionDenied)
 """What either store raises when a trigger, constraint or privilege refuses raw SQL."""

@@ -120,10 +120,11 @@ def test_verify_catches_a_rehashed_event_by_its_successor(
 
 def test_export_lines_are_canonical_json_per_event(trajectory: Trajectory) -> None:
     _fill(trajectory, 4)
-    lines = list(trajectory.export_lines("run-1"))
+    *lines, sealing = list(trajectory.export_lines("run-1"))
     assert len(lines) == 2
     assert [json.loads(line)["run_seq"] for line in lines] == [0, 1]
-    assert all(canonical_json(json.loads(line)) == line for line in lines)
+    assert all(canonical_json(json.loads(line)) == line for line in [*lines, sealing])
+    assert json.loads(sealing)["export"]["events"] == 2
 
 
 @SQLITE_FILE_ONLY

@@ -23,20 +23,17 @@ from stockade.secrets import KeyStore
 from stockade.settings import Settings, read_settings, settings_path
 from stockade.store import MemberKind, StoreError, TeamWallet, open_database
 from stockade.store import migrations as sqlite_migrations
-from stockade.store.postgres import (
-    DatabaseUrlError,
-    PermissionDenied,
-    open_postgres,
-    parse_database_url,
-)
-from stockade.store.postgres.database import translate
+from stockade.store.postgres.database import PermissionDenied, open_postgres, translate
 from stockade.store.postgres.schema import MIGRATIONS, PG_ONLY_COLUMNS
+from stockade.store.postgres.target import DatabaseUrlError, parse_database_url
 from stockade.store.runs import Decision, PendingCallRow
 from tests.helpers.postgres import PostgresServer
 from tests.helpers.teams import Team, new_team
 from tests.unit.governance.conftest import DictSecrets, FakeClock
 
-TEAM_TABLES = {"team", "member", "team_lock"}
+TEAM_TABLES = {"team", "member", "team_lock", "chain_anchor", "chain_marker"}
+"""Team-store-only tables: teams and members, the per-team lock, and the chain head and
+keyed-since marker the SQLite store keeps in a file and the keyring."""
 
 
 @pytest.fixture

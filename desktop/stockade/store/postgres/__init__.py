@@ -1,25 +1,5 @@
-"""The team store on PostgreSQL (psycopg 3): teams, roles, row-level security (see DESIGN.md)."""
+"""The team store on PostgreSQL (psycopg 3): teams, roles, row-level security (see DESIGN.md).
 
-from stockade.store.postgres.database import (
-    PermissionDenied,
-    PgConnection,
-    PostgresDatabase,
-    StoreIntegrityError,
-    open_postgres,
-)
-from stockade.store.postgres.target import (
-    DatabaseTarget,
-    DatabaseUrlError,
-    parse_database_url,
-)
-
-__all__ = [
-    "DatabaseTarget",
-    "DatabaseUrlError",
-    "PermissionDenied",
-    "PgConnection",
-    "PostgresDatabase",
-    "StoreIntegrityError",
-    "open_postgres",
-    "parse_database_url",
-]
+Import the submodules (`database`, `target`, `team`, `schema`, `chain`); only `database` and
+`team` load psycopg, so naming a team database or describing it costs a SQLite user nothing.
+"""

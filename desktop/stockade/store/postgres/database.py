@@ -22,7 +22,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from stockade.store.database import ConflictError, StoreError
-from stockade.store.interface import MemberKind, StoreIdentity, StoreKind, TeamWallet
+from stockade.store.interface import CommitHook, MemberKind, StoreIdentity, StoreKind, TeamWallet
 from stockade.store.postgres.schema import GROUP_ROLES, MIGRATIONS, SCHEMA
 from stockade.store.postgres.target import DatabaseTarget
 from stockade.store.reservations import COMMITTED_CREDITS
@@ -177,21 +177,39 @@ class PostgresDatabase:
         except psycopg.Error as exc:
             self._rollback(conn)
             raise self.explain(exc) from None
+        hooks: dict[str, CommitHook] = {}
+        self._local.hooks = hooks
         try:
-            if row is None:
-                raise self._no_team()
-            conn.wallet = TeamWallet(*(None if v is None else int(v) for v in row))
-            yield conn
-        except BaseException:
-            self._rollback(conn)
-            raise
+            try:
+                if row is None:
+                    raise self._no_team()
+                conn.wallet = TeamWallet(*(None if v is None else int(v) for v in row))
+                yield conn
+                for hook in hooks.values():
+                    hook.before_commit()
+            except BaseException:
+                self._rollback(conn)
+                _after_rollback(hooks)
+                raise
+            finally:
+                conn.wallet = None
+            try:
+                conn.execute("COMMIT")
+            except StoreError:
+                self._rollback(conn)
+                _after_rollback(hooks)
+                raise
         finally:
-            conn.wallet = None
-        try:
-            conn.execute("COMMIT")
-        except StoreError:
-            self._rollback(conn)
-            raise
+            self._local.hooks = None
+
+    def transaction_hook(self, name: str, factory: Callable[[], CommitHook]) -> CommitHook:
+        hooks: dict[str, CommitHook] | None = getattr(self._local, "hooks", None)
+        if hooks is None:
+            raise StoreError("a transaction hook needs an open write transaction")
+        hook = hooks.get(name)
+        if hook is None:
+            hook = hooks[name] = factory()
+        return hook
 
     def _rollback(self, conn: PgConnection) -> None:
         try:
@@ -201,6 +219,11 @@ class PostgresDatabase:
 
     def read(self) -> PgConnection:
         return self.connection()
+
+    def in_write_transaction(self) -> bool:
+        conn: PgConnection | None = getattr(self._local, "conn", None)
+        return conn is not None and getattr(self._local, "hooks", None) is not None \
+            and conn.in_transaction
 
     def schema_version(self) -> int:
         row = self.read().execute("SELECT MAX(version) FROM schema_version").fetchone()
@@ -292,6 +315,11 @@ class PostgresDatabase:
             return StoreError(f"The connection to the team database {where} failed ({text}); "
                               "the change was not made. Check the network and retry.")
         return StoreError(f"The team database {where} failed: {text}.")
+
+
+def _after_rollback(hooks: dict[str, CommitHook]) -> None:
+    for hook in hooks.values():
+        hook.after_rollback()
 
 
 def open_postgres(target: DatabaseTarget, *, password: PasswordLookup | None = None

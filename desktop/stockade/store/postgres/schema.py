@@ -198,6 +198,13 @@ _TRAJECTORY = (
     f"GRANT INSERT ON event TO {WRITERS}",
 )
 
+# Who may write a decision row: the connected role in its own name, and only an approver for
+# a run another role started.
+_DECIDERS = ("actor_role = current_user AND "
+             "(pg_has_role(current_user, 'stockade_approver', 'MEMBER') OR EXISTS ("
+             "SELECT 1 FROM stockade.run r WHERE r.team_id = decision.team_id "
+             "AND r.run_id = decision.run_id AND r.created_by = current_user))")
+
 _RUNS = (
     """
     CREATE TABLE run(
@@ -267,12 +274,7 @@ _RUNS = (
     """,
     # The database decides who decided: the row names the connected role, and only an
     # approver may decide a run another role started.
-    *_team_policies(
-        "decision", update=False,
-        insert_check="actor_role = current_user AND "
-                     "(pg_has_role(current_user, 'stockade_approver', 'MEMBER') OR EXISTS ("
-                     "SELECT 1 FROM stockade.run r WHERE r.team_id = decision.team_id "
-                     "AND r.run_id = decision.run_id AND r.created_by = current_user))"),
+    *_team_policies("decision", update=False, insert_check=_DECIDERS),
     f"GRANT SELECT ON run, pending_call, decision TO {READERS}",
     f"GRANT INSERT, UPDATE ON run TO {WRITERS}",
     f"GRANT INSERT, DELETE ON pending_call TO {WRITERS}",
@@ -308,10 +310,81 @@ _DECLINED = (
     f"GRANT INSERT, DELETE ON declined_proposal TO {WRITERS}",
 )
 
+_SECURITY = (
+    "ALTER TABLE decision ADD COLUMN input_digest TEXT, ADD COLUMN iteration INTEGER, "
+    "ADD COLUMN event_seq BIGINT, ADD COLUMN mac TEXT",
+    "ALTER TABLE pending_call ADD COLUMN iteration INTEGER",
+    "ALTER TABLE run ADD COLUMN seal_version INTEGER NOT NULL DEFAULT 0 "
+    "CHECK (seal_version >= 0)",
+    "ALTER TABLE reservation ADD COLUMN overrun BIGINT NOT NULL DEFAULT 0 "
+    "CHECK (overrun >= 0)",
+    """
+    CREATE TABLE change_summary(
+        team_id TEXT NOT NULL DEFAULT stockade.my_team() REFERENCES team(team_id),
+        event_seq BIGINT NOT NULL,
+        run_id TEXT NOT NULL,
+        sealed BYTEA NOT NULL,
+        PRIMARY KEY (team_id, event_seq)
+    )
+    """,
+    """
+    CREATE FUNCTION change_summary_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'change summaries are append-only'; END $$
+    """,
+    "CREATE TRIGGER change_summary_append_only BEFORE UPDATE OR DELETE ON change_summary "
+    "FOR EACH ROW EXECUTE FUNCTION change_summary_append_only()",
+    *_refuse_truncate("change_summary", "change summaries are append-only"),
+    *_team_policies("change_summary", update=False),
+    f"GRANT SELECT ON change_summary TO {READERS}",
+    f"GRANT INSERT ON change_summary TO {WRITERS}",
+    # A decision that did not authenticate is replaced in place (an UPDATE by the role that
+    # now decides: the trigger makes it the row's actor, the policy checks it may decide).
+    """
+    CREATE FUNCTION decision_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN RAISE EXCEPTION 'decisions cannot be deleted'; END IF;
+        IF NEW.team_id <> OLD.team_id OR NEW.run_id <> OLD.run_id
+                OR NEW.call_id <> OLD.call_id THEN
+            RAISE EXCEPTION 'a decision keeps its team, run and call';
+        END IF;
+        NEW.actor_role := current_user;  -- whoever replaces a decision is its actor
+        RETURN NEW;
+    END $$
+    """,
+    "CREATE TRIGGER decision_guard BEFORE UPDATE OR DELETE ON decision "
+    "FOR EACH ROW EXECUTE FUNCTION decision_guard()",
+    f"CREATE POLICY decision_update ON decision FOR UPDATE USING (team_id = {MY_TEAM}) "
+    f"WITH CHECK (team_id = {MY_TEAM} AND {_DECIDERS})",
+    f"GRANT UPDATE ON decision TO {WRITERS}",
+    # The team's chain head and the first keyed event of its trail: what the SQLite store keeps
+    # in a file beside the database and in the keyring, the team store keeps per team here,
+    # written in the appending transaction (the head) or once (the marker: insert only).
+    """
+    CREATE TABLE chain_anchor(
+        team_id TEXT PRIMARY KEY DEFAULT stockade.my_team() REFERENCES team(team_id),
+        head TEXT NOT NULL
+    )
+    """,
+    *_team_policies("chain_anchor"),
+    f"GRANT SELECT ON chain_anchor TO {READERS}",
+    f"GRANT INSERT, UPDATE ON chain_anchor TO {WRITERS}",
+    """
+    CREATE TABLE chain_marker(
+        team_id TEXT PRIMARY KEY DEFAULT stockade.my_team() REFERENCES team(team_id),
+        seq BIGINT NOT NULL,
+        mac TEXT NOT NULL
+    )
+    """,
+    *_team_policies("chain_marker", update=False),
+    f"GRANT SELECT ON chain_marker TO {READERS}",
+    f"GRANT INSERT ON chain_marker TO {WRITERS}",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ledger", (*_TEAMS, *_LEDGER)),
     Migration(2, "trajectory", _TRAJECTORY),
     Migration(3, "runs", _RUNS),
     Migration(4, "declined proposals", _DECLINED),
+    Migration(5, "security", _SECURITY),
 )
 """The same versions as `stockade.store.migrations.MIGRATIONS`, in PostgreSQL's form."""
