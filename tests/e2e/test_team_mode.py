@@ -130,7 +130,7 @@ def _park(ana: Machine, server: FakeProviderServer, model_file: Path) -> str:
 
 def test_a_run_parked_on_one_machine_is_approved_on_another_and_resumed_once(
     team: dict[str, Machine], server: FakeProviderServer, model_file: Path,
-    postgres_server: PostgresServer,
+    postgres_server: PostgresServer, tmp_path: Path,
 ) -> None:
     ana, bob, cyd = team["ana"], team["bob"], team["cyd"]
     run_id = _park(ana, server, model_file)
@@ -179,13 +179,20 @@ def test_a_run_parked_on_one_machine_is_approved_on_another_and_resumed_once(
     assert verified.returncode == 0, verified.stderr
     result = json.loads(verified.stdout)
     assert result["ok"] and result["team"] == ana.env["TEAM"] and result["checked"] > 5
+    assert result["keyed"] is True  # MACs under the audit key derived from the team's key
     listed_by_auditor = json.loads(team["aud"].run("runs", "list", "--json").stdout)
     assert [r["run_id"] for r in listed_by_auditor] == [run_id]
     exported = team["aud"].run("audit", "export", run_id)
     assert exported.returncode == 0, exported.stderr
     kinds = [json.loads(line)["kind"] for line in exported.stdout.splitlines()
              if line.startswith("{") and '"kind"' in line]
-    assert kinds.count("tool.approved") == 1 and kinds[-1] == "run.finished"
+    assert kinds.count("tool.approved") == 1 and "run.finished" in kinds
+    # The export, checked on another member's machine against the head sealed into it.
+    export_file = tmp_path / "run.jsonl"
+    export_file.write_text(exported.stdout, encoding="utf-8")
+    checked = bob.run("audit", "verify", "--export", export_file, "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["ok"]
 
 
 def test_another_teams_role_sees_nothing_even_with_raw_sql(

@@ -530,9 +530,13 @@ class AssistantService:
     async def verify_audit_export(self, lines: Sequence[str]) -> VerifyResult:
         """Check an exported run against the head sealed into it (`audit verify --export`)."""
 
-        from stockade.governance.services import machine_audit_key
+        from stockade.governance.services import machine_audit_key, store_database_url
         from stockade.governance.trajectory import verify_export_lines
 
+        if await self.worker.run(store_database_url) is not None:
+            # Team mode: the trail is keyed by the team's key, which the team store names.
+            key = await self.worker.call(lambda gov: gov.trajectory.existing_key())
+            return await self.worker.run(lambda: verify_export_lines(lines, key))
         return await self.worker.run(lambda: verify_export_lines(lines, machine_audit_key()))
 
     async def audit_events(self, run_id: str) -> list[TrajectoryEvent]:

@@ -15,10 +15,12 @@ import re
 
 from stockade.governance.sealing import (
     SNAPSHOT_KEY_ENV,
+    KeyMode,
     SealError,
     SecretStore,
     SnapshotKeyMissing,
     SnapshotKeys,
+    SnapshotKeyUnreadable,
 )
 
 TEAM_KEY_PREFIX = "team-key-"
@@ -58,6 +60,10 @@ class TeamSnapshotKeys(SnapshotKeys):
         self.team = team
         self._name = team_key_name(team)
 
+    def mode(self) -> KeyMode:
+        """Never a passphrase: a run sealed under one member's passphrase is no team's run."""
+        return KeyMode.ENVIRONMENT if os.environ.get(SNAPSHOT_KEY_ENV) else KeyMode.KEYRING
+
     def existing(self) -> bytes:
         from_env = os.environ.get(SNAPSHOT_KEY_ENV)
         if from_env:
@@ -65,7 +71,7 @@ class TeamSnapshotKeys(SnapshotKeys):
         try:
             text = self._secrets.get_secret(self._name)
         except Exception as exc:  # keyring backends raise their own types
-            raise SnapshotKeyMissing(
+            raise SnapshotKeyUnreadable(
                 f"the keyring could not be read for team {self.team}'s key "
                 f"({type(exc).__name__})") from None
         if not text:
