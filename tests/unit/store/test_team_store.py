@@ -304,3 +304,22 @@ def test_concurrent_appends_from_several_members_make_one_chain_without_forks(
     assert result.ok and result.checked == 160
     seqs = [r[0] for r in writers[0].read().execute("SELECT seq FROM event ORDER BY seq")]
     assert seqs == list(range(1, 161))
+
+
+def test_the_owner_deleting_the_newest_events_is_caught_by_the_team_head(team: Team) -> None:
+    secrets = DictSecrets()
+    secrets.set_secret(team_key_name(team.team), base64.b64encode(os.urandom(32)).decode())
+    gov = Governance(team.open(team.role(MemberKind.ANALYST)), secrets=secrets)
+    for i in range(4):
+        gov.trajectory.append("run-h", EventKind.TOOL_RESULT, {"i": i})
+    assert gov.trajectory.verify_chain().ok and gov.trajectory.verify_chain().keyed
+    (head,) = gov.db.read().execute("SELECT head FROM chain_anchor").fetchone()
+    assert json.loads(head)["count"] == 4
+    with team.admin() as admin:
+        admin.execute("SET session_replication_role = replica")
+        admin.execute("DELETE FROM stockade.event WHERE team_id = %s AND seq = 4", (team.team,))
+    result = gov.trajectory.verify_chain()
+    assert not result.ok, result
+    # An auditor with the team's key sees the same, from its own connection.
+    auditor = Governance(team.open(team.role(MemberKind.AUDITOR)), secrets=secrets)
+    assert not auditor.trajectory.verify_chain().ok
