@@ -116,6 +116,16 @@ def test_the_roles_password_comes_from_the_keyring_then_from_pgpassfile(
     assert db.identity().role == role
     db.close()
 
+    # A libpq service file names the whole connection; the URL is just `service=NAME`.
+    services = tmp_path / "pg_service.conf"
+    services.write_text(f"[redteam]\nhost=127.0.0.1\nport={postgres_server.port}\n"
+                        f"dbname=stockade\nuser={role}\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(services))
+    monkeypatch.setenv("STOCKADE_DATABASE_URL", "service=redteam")
+    db = open_configured_store(None)
+    assert db.identity().role == role and db.identity().location == "service=redteam"
+    db.close()
+
 
 def test_an_auditor_reads_the_trail_but_cannot_write(team: Team) -> None:
     analyst = team.open(team.role(MemberKind.ANALYST))
