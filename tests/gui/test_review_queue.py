@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QLabel, QPlainTextEdit
+from PySide6.QtWidgets import QApplication, QLabel, QPlainTextEdit, QWidget
 
 from stockade.governance.services import open_governance
 from stockade.loop.authorization import Violation
@@ -282,6 +283,42 @@ def test_the_queue_is_driven_from_the_keyboard(
     titles = {t.title for t in driver.document.threats}
     assert "Keyboard threat 1" in titles and not titles & {"Keyboard threat 2",
                                                          "Keyboard threat 3"}
+
+
+def test_the_keys_still_decide_when_another_window_is_active(
+    driver: WindowDriver, server: FakeProviderServer, tmp_path: Path
+) -> None:
+    # CI once activated a window behind the queue between two key presses: the keys fell
+    # through to the list's type-ahead search and nothing was decided.
+    queue = start(driver, server, tmp_path,
+                  [add_threat(f"toolu_{n}", f"Focus threat {n}") for n in range(1, 3)],
+                  Reply.sse(anthropic_sse(text="ok")))
+    other = QWidget()
+    other.show()
+    other.activateWindow()
+    QTest.qWaitForWindowActive(other)
+    try:
+        assert QApplication.activeWindow() is not queue
+        queue.table.setFocus()
+        QTest.keyClick(queue.table, Qt.Key.Key_A)
+        QTest.keyClick(queue.table, Qt.Key.Key_2)
+        assert queue.rows["toolu_1"].decision_text.startswith("Approve")
+        assert queue.rows["toolu_2"].decision_text == "Deny: Duplicate"
+        # Held down, A repeats: the repeats decide nothing more.
+        QTest.keyClick(queue.table, Qt.Key.Key_Up)
+        QTest.keyClick(queue.table, Qt.Key.Key_U)
+        assert queue.current_id() == "toolu_1" and queue.rows["toolu_1"].decision is None
+        repeat = QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_A, Qt.KeyboardModifier.NoModifier,
+                           "a", True)
+        QApplication.sendEvent(queue.table, repeat)
+        assert queue.rows["toolu_1"].decision is None
+        QTest.keyClick(queue.table, Qt.Key.Key_A)
+        assert queue.rows["toolu_1"].decision_text.startswith("Approve")
+    finally:
+        other.close()
+        other.deleteLater()
+    finish(queue)
+    wait_settled(driver, assistant(driver))
 
 
 def test_a_proposal_declined_in_an_earlier_turn_is_marked(

@@ -28,14 +28,16 @@ from typing import Any, Literal, Protocol
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QItemSelection,
     QItemSelectionModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     Qt,
     Signal,
 )
-from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QBrush, QColor, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -414,20 +416,42 @@ class ReviewQueue(QDialog):
         return box
 
     def _install_keys(self) -> None:
-        bindings: list[tuple[str, Any]] = [
-            ("A", self.approve_selected), ("D", self.deny_selected), ("E", self.edit_current),
-            ("U", self.undecide_selected), ("Backspace", self.undecide_selected),
-            ("Return", self._on_continue_clicked), ("Enter", self._on_continue_clicked),
-        ]
-        bindings += [(str(n), lambda r=reason: self.deny_selected(r))
-                     for n, reason in enumerate(QUICK_REASONS, start=1)]
-        self._shortcuts: list[QShortcut] = []
-        for key, slot in bindings:
-            # Bound to the list only, so typing a reason never approves anything.
-            shortcut = QShortcut(QKeySequence(key), self.table)
-            shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
-            shortcut.activated.connect(lambda s=slot: s())
-            self._shortcuts.append(shortcut)
+        # The keys are read by a filter on the list rather than by QShortcuts: a shortcut
+        # only fires while this dialog is the active window, and a window activated behind
+        # it (a second document, a notification) silently turned the keys into the list's
+        # type-ahead search. Bound to the list only, so typing a reason never approves.
+        bindings: dict[int, Any] = {
+            Qt.Key.Key_A: self.approve_selected, Qt.Key.Key_D: self.deny_selected,
+            Qt.Key.Key_E: self.edit_current, Qt.Key.Key_U: self.undecide_selected,
+            Qt.Key.Key_Backspace: self.undecide_selected,
+            Qt.Key.Key_Return: self._on_continue_clicked,
+            Qt.Key.Key_Enter: self._on_continue_clicked,
+        }
+        digits = (Qt.Key.Key_1, Qt.Key.Key_2, Qt.Key.Key_3, Qt.Key.Key_4)
+        for key, reason in zip(digits, QUICK_REASONS, strict=False):
+            bindings[key] = lambda r=reason: self.deny_selected(r)
+        self._key_bindings = {int(key): slot for key, slot in bindings.items()}
+        self.table.installEventFilter(self)
+
+    def _bound_key(self, event: QKeyEvent) -> Any:
+        # Plain keys only (the keypad counts as plain): Shift+Down still extends the selection.
+        modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        if modifiers != Qt.KeyboardModifier.NoModifier:
+            return None
+        return self._key_bindings.get(int(event.key()))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table and isinstance(event, QKeyEvent):
+            slot = self._bound_key(event)
+            if slot is not None:
+                if event.type() == QEvent.Type.ShortcutOverride:
+                    event.accept()  # the window's own shortcuts must not take these keys
+                    return True
+                if event.type() == QEvent.Type.KeyPress:
+                    if not event.isAutoRepeat():  # holding A must not approve the whole list
+                        slot()
+                    return True
+        return super().eventFilter(watched, event)
 
     # -- the awaited result ----------------------------------------------------------------
 
