@@ -348,7 +348,7 @@ def _check_unknown_fields(model: ThreatModel) -> None:
     for path, record, entity_id in records:
         for key, value in (record.__pydantic_extra__ or {}).items():
             field = f"{path}.{key}" if path else key
-            problem = _plain_data_problem(value)
+            problem = plain_data_problem(value)
             if problem is not None:
                 raise ThfError(
                     ThfErrorCode.INVALID_FIELD,
@@ -363,7 +363,8 @@ def _entity_path(section: str, entity: Any, index: int) -> str:
     return f"{section}[{entity.id}]" if isinstance(entity.id, str) else f"{section}[{index}]"
 
 
-def _plain_data_problem(value: Any) -> str | None:
+def plain_data_problem(value: Any) -> str | None:
+    """Why an unknown field's value could not be written back faithfully, or None."""
     # Iterative so that a hostile nesting depth cannot exhaust the interpreter stack.
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
