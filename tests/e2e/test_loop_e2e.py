@@ -114,7 +114,9 @@ def test_three_iteration_turn_with_approvals_a_denial_a_bound_and_an_undo() -> N
     assert len(bodies) == 3  # the bound stopped the turn: no fourth request
     second = results_in(bodies[1])
     assert second["c1"][0] is False and second["r1"][0] is False
-    assert second["c2"] == (True, "Not run: the user declined this action.")
+    # The user's reason reaches the model in the result (the audit keeps only its digest).
+    assert second["c2"] == (True, 'Not run: the user declined this action. Their reason: '
+                                  '"no queue yet"')
     third = results_in(bodies[2])
     assert third["c4"] == (True, "Not run: the user already declined an identical action in this turn.")
     assert third["c3"][0] is False

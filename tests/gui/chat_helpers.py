@@ -10,8 +10,8 @@ import pytest
 
 from stockade.loop.state import TurnPhase
 from stockade.secrets import KeyStore
-from stockade.ui.assistant.approval_dialog import ApprovalDialog
 from stockade.ui.assistant.controller import AssistantController
+from stockade.ui.assistant.review_queue import ReviewQueue
 from tests.conftest import THF_FIXTURES
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer
@@ -55,7 +55,7 @@ def send(driver: WindowDriver, controller: AssistantController, prompt: str) -> 
     driver.qtbot.waitUntil(lambda: controller.turn is not before, timeout=30_000)
 
 
-def wait_dialog(driver: WindowDriver, controller: AssistantController) -> ApprovalDialog:
+def wait_dialog(driver: WindowDriver, controller: AssistantController) -> ReviewQueue:
     driver.qtbot.waitUntil(
         lambda: controller.dialog is not None and controller.dialog.isVisible(), timeout=30_000)
     dialog = controller.dialog
@@ -85,3 +85,28 @@ def threat_update(call_id: str, threat_id: str, **updates: Any) -> tuple[str, st
 
 def threat_delete(call_id: str, threat_id: str) -> tuple[str, str, Any]:
     return (call_id, "delete_threat", {"action": "delete_threat", "id": threat_id})
+
+
+def approve(queue: ReviewQueue, *call_ids: str) -> list[str]:
+    """Select these rows and approve them (the A key's action)."""
+    queue.select_calls(call_ids)
+    return queue.approve_selected()
+
+
+def deny(queue: ReviewQueue, *call_ids: str, reason: str | None = None) -> list[str]:
+    """Select these rows and deny them (the D key's action, with `reason` typed)."""
+    queue.select_calls(call_ids)
+    queue.reason_edit.setText(reason or "")
+    return queue.deny_selected()
+
+
+def finish(queue: ReviewQueue) -> None:
+    """Continue once every call is decided (the Enter key's action)."""
+    assert queue.continue_button.isEnabled(), queue.undecided_ids()
+    queue.continue_button.click()
+
+
+def preview_of(queue: ReviewQueue, call_id: str) -> str:
+    """The preview the queue shows beside the list when this row is selected."""
+    queue.select_calls([call_id])
+    return queue.preview_edit.toPlainText()

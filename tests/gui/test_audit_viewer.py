@@ -7,7 +7,15 @@ from pathlib import Path
 
 from stockade.store.database import database_path
 from stockade.ui.assistant.audit_viewer import AuditViewer
-from tests.gui.chat_helpers import assistant, choose, copy_fixture, send, wait_dialog, wait_settled
+from tests.gui.chat_helpers import (
+    assistant,
+    choose,
+    copy_fixture,
+    finish,
+    send,
+    wait_dialog,
+    wait_settled,
+)
 from tests.gui.conftest import WindowDriver
 
 
@@ -28,6 +36,7 @@ def _offline_turn(driver: WindowDriver, tmp_path: Path) -> str:
         assert all(row.view.tool_name == "add_threat" for row in dialog.rows.values())
         proposed += len(dialog.rows)
         dialog.approve_all_button.click()
+        finish(dialog)
         driver.qtbot.waitUntil(lambda d=dialog: controller.dialog is not d, timeout=10_000)
     wait_settled(driver, controller)
     assert proposed > 0

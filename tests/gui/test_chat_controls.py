@@ -11,10 +11,12 @@ import pytest
 from stockade.settings import settings_path
 from tests.gui.chat_helpers import (
     MODEL,
+    approve,
     assistant,
     card_statuses,
     choose,
     copy_fixture,
+    finish,
     send,
     threat_update,
     use_fake_server,
@@ -51,7 +53,8 @@ def test_a_closed_dialog_leaves_the_turn_waiting_and_review_reopens_it(
 
     controller.pane.review_button.click()
     dialog = wait_dialog(driver, controller)
-    dialog.rows["toolu_1"].approve_button.click()
+    approve(dialog, "toolu_1")
+    finish(dialog)
     wait_settled(driver, controller)
     assert next(t for t in driver.document.threats if t.id == "threat-1").severity.value == "low"
     assert not controller.pane.review_button.isVisible()
@@ -71,7 +74,7 @@ def test_stop_while_a_turn_waits_without_its_dialog_cancels_it_quietly(
     controller.pane.stop_button.click()
     wait_settled(driver, controller)
     assert controller.turn is not None and controller.turn.finished
-    assert card_statuses(controller) == {"toolu_1": "denied"}
+    assert card_statuses(controller) == {"toolu_1": "not_run"}  # nobody denied it
     assert "Stopped" in controller.pane.notice_label.text()
     assert not controller.pane.error_label.isVisible()
     assert driver.document is before
@@ -85,16 +88,26 @@ def test_redo_after_undoing_a_turn_shows_its_calls_done_again(
     controller = assistant(driver)
     choose(controller)
     send(driver, controller, "lower threat-1")
-    wait_dialog(driver, controller).rows["toolu_1"].approve_button.click()
+    queue = wait_dialog(driver, controller)
+    approve(queue, "toolu_1")
+    finish(queue)
     wait_settled(driver, controller)
     edited = driver.document
+    view = controller.pane.current_turn
+    assert view is not None
 
     driver.window.undo_action.trigger()
     driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone", timeout=10_000)
+    assert view.outcome_label.text().startswith("These changes were undone")
     driver.window.redo_action.trigger()
     assert driver.document is edited
     assert card_statuses(controller)["toolu_1"] == "succeeded"
     assert controller.pane.undo_turn_button.isEnabled()
+    # The transcript follows the history: it no longer says the changes were undone.
+    assert view.outcome_label.text() == "These changes were redone."
+    driver.window.undo_action.trigger()
+    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone", timeout=10_000)
+    assert view.outcome_label.text().startswith("These changes were undone")
 
 
 def test_a_follow_up_turn_sends_the_earlier_conversation(

@@ -1,4 +1,5 @@
-"""`--screenshot … --tab chat` shows an offline review turn stopped at its approval dialog."""
+"""`--screenshot … --tab chat` shows an offline review turn stopped at its review queue, and
+`--tab chat-edit` opens its first proposal in the edit dialog."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from tests.gui.chat_helpers import assistant, copy_fixture
 from tests.gui.conftest import WindowDriver
 
 
-def test_the_chat_screenshot_shows_the_approval_dialog_inside_the_window(
+def test_the_chat_screenshot_shows_the_review_queue_inside_the_window(
     driver: WindowDriver, tmp_path: Path
 ) -> None:
     assert driver.open(copy_fixture(tmp_path))
@@ -30,6 +31,26 @@ def test_the_chat_screenshot_shows_the_approval_dialog_inside_the_window(
     image = driver.window.grab()
     assert not image.isNull()
     dialog.close()
+
+
+def test_the_chat_edit_screenshot_opens_the_first_proposal_in_the_edit_dialog(
+    driver: WindowDriver, tmp_path: Path
+) -> None:
+    from stockade.ui.assistant.edit_call_dialog import EditCallDialog
+
+    assert driver.open(copy_fixture(tmp_path))
+    controller = assistant(driver)
+    driver.window.show_tab(AppTab.CHAT_EDIT)
+    driver.window.prepare_screenshot()
+    queue = controller.dialog
+    assert queue is not None and queue.isVisible()
+    [edit] = [d for d in driver.window.findChildren(EditCallDialog) if d.isVisible()]
+    assert not edit.isWindow() and edit.parentWidget() is driver.window
+    first = next(iter(queue.rows.values())).view
+    assert edit.view == first and edit.form is not None
+    assert edit.title_edit.text() == first.raw["threat"]["title"]
+    edit.close()
+    queue.close()
 
 
 def test_other_tabs_take_their_screenshot_without_running_a_turn(

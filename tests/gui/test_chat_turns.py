@@ -12,10 +12,14 @@ from stockade.governance.services import open_governance
 from stockade.store.runs import RunStatus
 from tests.gui.chat_helpers import (
     API_KEY,
+    approve,
     assistant,
     card_statuses,
     choose,
     copy_fixture,
+    deny,
+    finish,
+    preview_of,
     send,
     threat_delete,
     threat_update,
@@ -68,16 +72,17 @@ def test_approve_one_deny_one_approve_the_delete_then_undo_the_whole_turn(
     send(driver, controller, "tidy the threats")
     dialog = wait_dialog(driver, controller)
     assert list(dialog.rows) == ["toolu_1", "toolu_2", "toolu_3"]
-    assert "Changed threat 'threat-1': severity" in dialog.rows["toolu_1"].preview_edit.toPlainText()
-    assert "Removed threat 'threat-3'" in dialog.rows["toolu_3"].preview_edit.toPlainText()
+    assert "Changed threat 'threat-1': severity" in preview_of(dialog, "toolu_1")
+    assert "Removed threat 'threat-3'" in preview_of(dialog, "toolu_3")
     assert driver.document is original  # previews never commit
     assert card_statuses(controller) == {"toolu_1": "pending", "toolu_2": "pending",
                                          "toolu_3": "pending"}
 
-    dialog.rows["toolu_1"].approve_button.click()
-    dialog.rows["toolu_2"].deny_button.click()
-    assert dialog.isVisible()  # the delete is still undecided
-    dialog.rows["toolu_3"].approve_button.click()
+    approve(dialog, "toolu_1")
+    deny(dialog, "toolu_2")
+    assert dialog.isVisible() and not dialog.continue_button.isEnabled()  # the delete waits
+    approve(dialog, "toolu_3")
+    finish(dialog)
     wait_settled(driver, controller)
 
     threat_1 = _threat(driver, "threat-1")
@@ -123,7 +128,8 @@ def test_approve_all_non_destructive_takes_only_the_ids_shown_and_never_the_dele
     assert dialog.rows["toolu_3"].decision is None
     assert dialog.steps[0].call_ids == ("toolu_1", "toolu_2")
     assert not dialog.approve_all_button.isEnabled()
-    dialog.rows["toolu_3"].deny_button.click()
+    deny(dialog, "toolu_3")
+    finish(dialog)
     wait_settled(driver, controller)
 
     assert _threat(driver, "threat-3") is not None
@@ -143,7 +149,8 @@ def test_edit_undo_reverts_the_whole_ai_turn_in_one_step(
     wait_dialog(driver, controller).approve_all_button.click()
     dialog = controller.dialog
     assert dialog is not None
-    dialog.rows["toolu_3"].approve_button.click()
+    approve(dialog, "toolu_3")
+    finish(dialog)
     wait_settled(driver, controller)
     assert driver.document is not original
 
@@ -269,9 +276,10 @@ def test_decide_later_parks_the_run_and_a_new_window_resumes_it_after_approval(
         button.click()
         review = wait_dialog(second, reopened)
         assert list(review.rows) == ["toolu_1", "toolu_2", "toolu_3"]
-        review.rows["toolu_1"].approve_button.click()
-        review.rows["toolu_2"].deny_button.click()
-        review.rows["toolu_3"].approve_button.click()
+        approve(review, "toolu_1")
+        deny(review, "toolu_2")
+        approve(review, "toolu_3")
+        finish(review)
         wait_settled(second, reopened)
 
         threat_1 = _threat(second, "threat-1")
@@ -305,7 +313,8 @@ def test_work_committed_before_decide_later_survives_closing_without_saving(
     choose(controller)
     send(driver, controller, "lower threat-1 then remove threat-3")
     first = wait_dialog(driver, controller)
-    first.rows["toolu_a"].approve_button.click()
+    approve(first, "toolu_a")
+    finish(first)
     driver.qtbot.waitUntil(lambda: controller.dialog is not None and controller.dialog is not first
                            and controller.dialog.isVisible(), timeout=30_000)
     assert driver.window.open_document.is_dirty  # threat-1 was lowered, not saved
@@ -325,7 +334,8 @@ def test_work_committed_before_decide_later_survives_closing_without_saving(
         reopened.pane.reviewRequested.emit(reopened.pane.parked_run_ids()[0])
         review = wait_dialog(second, reopened)
         assert list(review.rows) == ["toolu_b"]
-        review.rows["toolu_b"].approve_button.click()
+        approve(review, "toolu_b")
+        finish(review)
         wait_settled(second, reopened)
         threats = {t.id: t for t in second.document.threats}
         assert threats["threat-1"].severity.value == "low"  # restored from the parked turn

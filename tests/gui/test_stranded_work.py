@@ -15,9 +15,11 @@ from stockade.store.runs import RunStatus
 from stockade.ui.common.prompts import UnsavedChoice
 from tests.conftest import THF_FIXTURES
 from tests.gui.chat_helpers import (
+    approve,
     assistant,
     choose,
     copy_fixture,
+    finish,
     send,
     threat_delete,
     threat_update,
@@ -49,7 +51,8 @@ def _approve_first_then_wait_on_second(driver: WindowDriver, server: FakeProvide
     choose(controller)
     send(driver, controller, "lower threat-1, then remove threat-3")
     first = wait_dialog(driver, controller)
-    first.rows["toolu_a"].approve_button.click()
+    approve(first, "toolu_a")
+    finish(first)
     driver.qtbot.waitUntil(lambda: controller.dialog is not None and controller.dialog is not first
                            and controller.dialog.isVisible(), timeout=30_000)
     assert driver.window.open_document.is_dirty  # threat-1 is lowered in memory only
@@ -78,7 +81,8 @@ def _resume_in(window_driver: WindowDriver, server: FakeProviderServer, path: Pa
     controller.pane.reviewRequested.emit(run_id)
     review = wait_dialog(window_driver, controller)
     assert list(review.rows) == ["toolu_b"]
-    review.rows["toolu_b"].approve_button.click()
+    approve(review, "toolu_b")
+    finish(review)
     wait_settled(window_driver, controller)
     turn = controller.turn
     assert turn is not None and turn.state.outcome is not None
@@ -122,6 +126,9 @@ def test_closing_the_window_and_discarding_parks_the_run_with_its_work(
     controller.dialog.reject()
     driver.prompts.unsaved_answers.append(UnsavedChoice.DISCARD)
     driver.window.close()
+    # Closing with calls waiting asks first; Decide later keeps the turn and its work.
+    driver.qtbot.waitUntil(lambda: controller.close_question is not None, timeout=10_000)
+    controller.close_question.park_button.click()  # type: ignore[union-attr]
     driver.qtbot.waitUntil(lambda: not driver.window.isVisible(), timeout=10_000)
     assert _parked(run_id)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stockade.assistant import declined as memory
 from stockade.assistant.config import TurnConfig, actor_for
 from stockade.assistant.errors import ParkUnavailable
 from stockade.assistant.parked import ParkedRun
@@ -44,6 +45,7 @@ from stockade.loop.history import DocumentSession
 from stockade.loop.reasons import SettleReason
 from stockade.loop.runner import TurnRunner
 from stockade.loop.state import TurnState
+from stockade.protocol.declined import DeclinedProposal
 from stockade.protocol.endpoints import parse_endpoint
 from stockade.protocol.messages import Message
 from stockade.settings import Settings
@@ -54,7 +56,7 @@ from stockade.thf.digest import document_digest, file_digest
 from stockade.thf.errors import SaveError, ThfError
 from stockade.thf.model import ThreatModel
 
-UNSAVED_PREFIX = "unsaved:"
+UNSAVED_PREFIX = memory.UNSAVED_PREFIX
 """The document path of a turn on a document that has no file yet (it cannot be parked)."""
 RESTORED_LABEL = "Assistant changes before the pause"
 CONFLICT_SUFFIX = ".stockade-conflict.thf"
@@ -91,13 +93,15 @@ def load_tools() -> Any:
     return registry
 
 
-def _system_prompt(registry: Any) -> Callable[[ThreatModel], str]:
+def _system_prompt(registry: Any,
+                   declined: Sequence[DeclinedProposal] = ()) -> Callable[[ThreatModel], str]:
     from stockade.tools.prompt import build_system_prompt
 
     specs = registry.specs()
+    told = tuple(declined)
 
     def prompt(document: ThreatModel) -> str:
-        return build_system_prompt(document, specs)
+        return build_system_prompt(document, specs, told)
 
     return prompt
 
@@ -173,6 +177,7 @@ class AssistantService:
         registry = await self.tools()
         price = await self.worker.call(
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
+        declined = await self.worker.call(lambda gov: memory.recall(gov, document_path))
         run_id = _new_run_id()
         guard = SecretGuard(config.guard_policy)
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
@@ -181,14 +186,14 @@ class AssistantService:
         runner = TurnRunner(
             self.provider_factory(config, document_session), registry, document_session,
             hooks=hooks, limits=config.limits, model=config.model,
-            provider_name=config.provider.value, system_prompt=_system_prompt(registry),
+            provider_name=config.provider.value, system_prompt=_system_prompt(registry, declined),
             on_state=on_state, clock_ms=self._clock_ms)
         document = document_session.document
         start_digest = document_digest(document)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=document_path,
                     base_count=len(history), document_before_turn=document,
-                    base_digest=start_digest, write_back=write_back)
+                    base_digest=start_digest, write_back=write_back, declined=declined)
         sendable, report = guard.check_prompt(prompt)
         payload = {
             "provider": config.provider.value, "model": config.model,
@@ -293,6 +298,11 @@ class AssistantService:
 
         return await self.worker.read_if_present(read) or []
 
+    async def declined(self, document_path: str) -> tuple[DeclinedProposal, ...]:
+        """What the user declined on this document in earlier turns (an absent database: none)."""
+        return await self.worker.read_if_present(
+            lambda gov: memory.recall(gov, document_path)) or ()
+
     async def list_parked(self, document_path: str | None = None) -> list[RunInfo]:
         """Parked runs (optionally of one document); an absent database means none."""
 
@@ -312,8 +322,8 @@ class AssistantService:
         data = await self.worker.call(lambda gov: gov.runs.open_snapshot(run_id))
         return ParkedRun.from_json(data, registry, run_id=run_id)
 
-    async def show_run(self, run_id: str) -> RunDetails:
-        """One run with its decisions and, if parked, what each undecided call would change."""
+    async def run_info(self, run_id: str) -> tuple[RunInfo, tuple[CallDecision, ...]]:
+        """One run's record, its pending calls (if parked) and decisions; nothing decrypted."""
 
         def read(gov: Governance) -> tuple[RunInfo, tuple[CallDecision, ...]]:
             row = gov.runs.get(run_id)
@@ -323,11 +333,18 @@ class AssistantService:
                 if row.status is RunStatus.PARKED else ()
             return RunInfo.of(row, pending), tuple(CallDecision.of(d) for d in decided.values())
 
-        info, decisions = await self.worker.call(read)
+        return await self.worker.call(read)
+
+    async def show_run(self, run_id: str) -> RunDetails:
+        """One run with its decisions and, if parked, what each undecided call would change
+        (marked when the user declined the same proposal in an earlier turn)."""
+        info, decisions = await self.run_info(run_id)
         previews: tuple[Any, ...] = ()
         if info.status is RunStatus.PARKED:
             parked = await self.open_parked(run_id)
-            previews = tuple(await preview_calls(parked.pending(), parked.document))
+            declined = await self.declined(parked.document_path)
+            previews = tuple(await preview_calls(parked.pending(), parked.document,
+                                                 declined=declined))
         return RunDetails(info, decisions, previews)
 
     async def decide(self, run_id: str, call_id: str, *, approve: bool, actor: str,
@@ -387,6 +404,7 @@ class AssistantService:
             guard_policy=parked.guard_policy, approve=parked.approve, actor=actor_for(settings))
         price = await self.worker.call(
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
+        declined = await self.worker.call(lambda gov: memory.recall(gov, path))
         guard = SecretGuard(config.guard_policy)
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
                               model=config.model, price=price, budgets=config.budgets,
@@ -407,15 +425,18 @@ class AssistantService:
         runner = TurnRunner.resume(
             parked.state, provider, document_session, waiting_since_ms=parked.waiting_since_ms,
             undo_entry=undo_entry, hooks=hooks, model=config.model,
-            provider_name=config.provider.value, system_prompt=_system_prompt(registry),
+            provider_name=config.provider.value, system_prompt=_system_prompt(registry, declined),
             on_state=on_state, clock_ms=clock)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=path, base_count=parked.base_count,
                     document_before_turn=parked.document_before_turn,
                     base_digest=parked.base_digest,
-                    write_back=parked.write_back if write_back is None else write_back)
+                    write_back=parked.write_back if write_back is None else write_back,
+                    declined=declined)
         state = runner.state
-        order = {c.id: i for i, c in enumerate(state.pending_calls())}
+        pending = {c.id: c for c in state.pending_calls()}
+        order = {call_id: i for i, call_id in enumerate(pending)}
+        denied: list[tuple[str, memory.Declined]] = []
         for decision in sorted(ticket.decisions, key=lambda d: order.get(d.call_id, 0)):
             if decision.call_id not in order:
                 continue
@@ -423,6 +444,10 @@ class AssistantService:
                 state = await runner.approve_call(decision.call_id, decision.actor)
             else:
                 state = await runner.deny_call(decision.call_id, decision.actor, decision.reason)
+                denied.append((decision.actor,
+                               memory.Declined(pending[decision.call_id], decision.reason)))
+        for actor in dict.fromkeys(a for a, _ in denied):
+            await turn.remember_declined([d for a, d in denied if a == actor], actor)
         await turn.rest(state)
         return turn
 

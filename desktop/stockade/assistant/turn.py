@@ -1,17 +1,22 @@
 """`Turn`: one governed assistant turn over a document, as both front ends drive it.
 
 A turn is started (or resumed) by `AssistantService`. From then on a front end only calls
-`approve`, `approve_batch`, `deny`, `cancel` and `undo`, each returning the next rest point
-(waiting for decisions, or settled). A headless approve policy decides at every rest point;
-when the turn settles its run is closed in the audit trail with the guarded final answer.
+`approve`, `approve_batch`, `deny`, `deny_batch`, `edit`, `cancel` and `undo`, each returning
+the next rest point (waiting for decisions, or settled; `edit` keeps the turn waiting). A
+headless approve policy decides at every rest point; when the turn settles its run is closed in
+the audit trail with the guarded final answer. A person's denials are remembered for the
+document (`assistant.declined`) so later turns are told about them.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from stockade.assistant import declined as memory
 from stockade.assistant.policy import (
     POLICY_ACTORS,
     POLICY_DENIAL_REASON,
@@ -36,14 +41,31 @@ from stockade.loop.history import DocumentSession
 from stockade.loop.runner import TurnRunner
 from stockade.loop.state import CallRecord, CallStatus, TurnOutcome, TurnPhase, TurnState
 from stockade.loop.transaction import UndoAvailability
+from stockade.protocol.declined import DeclinedProposal
 from stockade.protocol.messages import Message
 from stockade.store import StoreError
 from stockade.thf.canonical import digest
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from stockade.assistant.config import TurnConfig
+
+QUIT_DENIAL_REASON = "denied when the app was closed with this call still waiting"
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    """What became of an edit: the tool's problems with the input, or none (applied)."""
+
+    issues: tuple[str, ...] = ()
+    changed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
 
 
 class Turn:
@@ -53,7 +75,8 @@ class Turn:
                  hooks: GovernedHooks, guard: SecretGuard, worker: GovernanceWorker,
                  document_path: str, base_count: int,
                  document_before_turn: ThreatModel | None, base_digest: str,
-                 write_back: bool = False) -> None:
+                 write_back: bool = False,
+                 declined: Sequence[DeclinedProposal] = ()) -> None:
         self.run_id = run_id
         self.config = config
         self.runner = runner
@@ -74,6 +97,11 @@ class Turn:
         """A headless run writes its document back to the file (`--write`): its run is closed
         by `finish()` after the write, so `document.written` comes before `run.finished`."""
         self.audit_error: BaseException | None = None
+        self.declined: tuple[DeclinedProposal, ...] = tuple(declined)
+        """What the user declined on this document in earlier turns (as the turn was told)."""
+        self.memory_error: BaseException | None = None
+        """Set when a denial could not be remembered for later turns (the denial itself is
+        recorded and in force)."""
         self._output_text: str | None = None
         self._staged: tuple[str, tuple[Message, ...]] | None = None
 
@@ -125,9 +153,12 @@ class Turn:
         """Whether the document differs from the one the turn started (or resumed) on."""
         return document_digest(self.document_session.document) != self.base_digest
 
-    async def previews(self) -> list[CallPreview]:
-        """What each pending call would change, in call order on the successive documents."""
-        return await preview_calls(self.pending(), self.document_session.document)
+    async def previews(self, skip: Iterable[str] = ()) -> list[CallPreview]:
+        """What each pending call would change, in call order on the successive documents
+        (calls in `skip`, about to be denied, do not advance the document), with the ones
+        declined in an earlier turn marked."""
+        return await preview_calls(self.pending(), self.document_session.document,
+                                   declined=self.declined, skip=frozenset(skip))
 
     @property
     def final_text(self) -> str:
@@ -156,7 +187,57 @@ class Turn:
 
     async def deny(self, call_id: str, actor: str | None = None,
                    reason: str | None = None) -> TurnState:
-        return await self.rest(await self.runner.deny_call(call_id, self._actor(actor), reason))
+        """Deny one call; `reason` is told to the model and remembered for the document."""
+        return await self.deny_batch((call_id,), actor, reason)
+
+    async def deny_batch(self, call_ids: Sequence[str], actor: str | None = None,
+                         reason: str | None = None) -> TurnState:
+        """Deny these calls (destructive ones too) with one optional reason."""
+        who = self._actor(actor)
+        calls = [c for c in self.pending() if c.id in set(call_ids)]
+        state = await self.runner.deny_batch([c.id for c in calls], who, reason)
+        denied = [memory.Declined(c, reason) for c in calls
+                  if (now := state.call(c.id)) is not None and now.status is CallStatus.DENIED]
+        await self.remember_declined(denied, who)
+        return await self.rest(state)
+
+    async def deny_all_and_stop(self, actor: str | None = None,
+                                reason: str = QUIT_DENIAL_REASON) -> TurnState:
+        """Deny every waiting call and stop the turn with no further request (the app is
+        closing). Not remembered as declined proposals: nobody judged them."""
+        who = self._actor(actor)
+        await self.runner.deny_batch([c.id for c in self.pending()], who, reason, proceed=False)
+        self.cancel()
+        return await self.wait_cancelled()
+
+    async def edit(self, call_id: str, new_input: Any, actor: str | None = None) -> EditResult:
+        """Replace a pending call's input with the user's before deciding on it.
+
+        The tool's own `prepare` validates it (its problems come back, nothing changes); an
+        accepted edit gets its own digest, is audited as `tool.edited` with both digests and
+        the actor, and any approval afterwards is bound to the edited input only.
+        """
+        who = self._actor(actor)
+        before = self.state.call(call_id)
+        issues = await self.runner.edit_call(call_id, new_input, who)
+        after = self.state.call(call_id)
+        changed = before is not None and after is not None and \
+            after.input_digest != before.input_digest
+        return EditResult(tuple(issues), changed)
+
+    async def remember_declined(self, declined: Sequence[memory.Declined], actor: str) -> None:
+        """Keep a person's denials for later turns on this document (never a policy's)."""
+        if not declined or actor in POLICY_ACTORS.values():
+            return
+        path, run_id = self.document_path, self.run_id
+        try:
+            await self._worker.call(lambda gov: memory.remember(gov, path, declined,
+                                                                actor=actor, run_id=run_id))
+        except (StoreError, sqlite3.Error) as exc:
+            # The denial itself is recorded and in force; only the memory of it is missing.
+            log.info("a denial could not be remembered for later turns: %s",
+                     type(exc).__name__)
+            self.memory_error = exc
 
     def cancel(self) -> TurnState:
         """Stop now (synchronous, so a click handler can call it); see `wait_cancelled`."""
@@ -202,8 +283,9 @@ class Turn:
             actor = POLICY_ACTORS[policy]
             if decisions.approve:
                 state = await self.runner.approve_batch(decisions.approve, actor)
-            for call_id in decisions.deny:
-                state = await self.runner.deny_call(call_id, actor, POLICY_DENIAL_REASON)
+            if decisions.deny:
+                state = await self.runner.deny_batch(decisions.deny, actor,
+                                                     POLICY_DENIAL_REASON, by_policy=True)
             if state.phase is TurnPhase.AWAITING_APPROVAL and \
                     [c.id for c in state.pending_calls()] == [c.id for c in pending]:
                 break

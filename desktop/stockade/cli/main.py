@@ -35,7 +35,7 @@ COMMANDS: tuple[str, ...] = tuple(COMMAND_SUMMARIES)
 COMMAND_MODULES: dict[str, str] = {"import": "import_model", "export": "export_model"}
 """Commands whose module name differs from the command (`import` is a Python keyword)."""
 
-APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "authoring")
+APP_TABS: tuple[str, ...] = ("tree", "diagram", "summary", "chat", "chat-edit", "authoring")
 
 _MAX_ERROR_DETAIL = 300
 """UTF-16 units of an unexpected exception's text shown on stderr; the log keeps it all."""

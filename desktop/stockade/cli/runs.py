@@ -1,4 +1,9 @@
-"""`stockade runs list|show|approve|deny|resume`: decide and continue parked assistant runs."""
+"""`stockade runs list|show|approve|deny|resume`: decide and continue parked assistant runs.
+
+`approve RUN CALL` / `deny RUN CALL` decide one call; `approve RUN --all-non-destructive` and
+`deny RUN --all` decide every call still undecided at once (destructive calls are never
+approved in bulk). Each decision is recorded per call with `--actor`.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +46,17 @@ def add_parser(subparsers: Any) -> None:
     show.add_argument("--json", action="store_true")
 
     for name, verb in (("approve", "approve"), ("deny", "deny")):
-        decide = sub.add_parser(name, help=f"{verb} one pending call of a parked run")
+        decide = sub.add_parser(name, help=f"{verb} pending calls of a parked run (one CALL, or "
+                                           f"{'--all-non-destructive' if name == 'approve' else '--all'})")
         decide.add_argument("run", metavar="RUN")
-        decide.add_argument("call", metavar="CALL")
+        decide.add_argument("call", metavar="CALL", nargs="?", default=None,
+                            help="the call to decide (see 'stockade runs show RUN')")
+        if name == "approve":
+            decide.add_argument("--all-non-destructive", dest="all", action="store_true",
+                                help="approve every undecided call that is not destructive "
+                                     "(a destructive call is only ever approved on its own)")
+        else:
+            decide.add_argument("--all", action="store_true", help="deny every undecided call")
         decide.add_argument("--actor", required=True, help="who decides (recorded in the audit)")
         if name == "deny":
             decide.add_argument("--reason", default=None, help="why (told to the model)")
@@ -74,8 +87,14 @@ Handler = Callable[[AssistantService, argparse.Namespace], Awaitable[int]]
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.runs_command in ("approve", "deny") and not args.actor.strip():
-        raise UsageError("--actor needs a name")
+    if args.runs_command in ("approve", "deny"):
+        if not args.actor.strip():
+            raise UsageError("--actor needs a name")
+        bulk = "--all-non-destructive" if args.runs_command == "approve" else "--all"
+        if args.call is None and not args.all:
+            raise UsageError(f"runs {args.runs_command}: name a CALL, or give {bulk}")
+        if args.call is not None and args.all:
+            raise UsageError(f"runs {args.runs_command}: give either a CALL or {bulk}, not both")
     if getattr(args, "base_url", None):
         try:
             parse_endpoint(args.base_url, what="--base-url")
@@ -135,6 +154,9 @@ async def _show(service: AssistantService, args: argparse.Namespace) -> int:
         "destructive": p.destructive, "input": json.loads(p.raw_input)
         if p.raw_input.startswith(("{", "[")) else p.raw_input,
         "input_digest": p.input_digest, "preview": list(p.changes),
+        "target": p.target or None, "severity": p.severity,
+        "declined_earlier": None if p.declined_earlier is None
+        else {"reason": p.declined_earlier.reason},
         "decision": decided[p.call_id].decision.value if p.call_id in decided else None,
     } for p in details.previews]
     if args.json:
@@ -145,17 +167,29 @@ async def _show(service: AssistantService, args: argparse.Namespace) -> int:
     for call in info["pending"]:
         mark = " [destructive]" if call["destructive"] else ""
         state = call["decision"] or "undecided"
-        print(f"  call {call['call_id']} ({state}): {call['tool']}{mark}")
+        where = f" on {call['target']}" if call["target"] else ""
+        severity = f", severity {call['severity']}" if call["severity"] else ""
+        print(f"  call {call['call_id']} ({state}): {call['tool']}{where}{severity}{mark}")
+        if call["declined_earlier"] is not None:
+            why = call["declined_earlier"]["reason"]
+            print(f"    declined earlier{f' ({why})' if why else ''}")
         print(f"    {call['summary']}")
         for line in call["preview"]:
             print(f"      {line}")
         print(f"    input: {json.dumps(call['input'], ensure_ascii=False, sort_keys=True)}")
     for d in info["decisions"]:
-        print(f"  {d['call_id']} {d['decision']} by {d['actor']}")
+        why = f": {d['reason']}" if d["reason"] else ""
+        print(f"  {d['call_id']} {d['decision']} by {d['actor']}{why}")
+    if details.info.status is RunStatus.PARKED and details.info.undecided:
+        print(f"  decide with 'stockade runs approve|deny {info['run_id']} CALL --actor NAME', "
+              f"'stockade runs approve {info['run_id']} --all-non-destructive --actor NAME' or "
+              f"'stockade runs deny {info['run_id']} --all --actor NAME [--reason R]'")
     return ExitCode.OK
 
 
 async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
+    if args.all:
+        return await _decide_all(service, args)
     approve = args.runs_command == "approve"
     fresh = await service.decide(args.run, args.call, approve=approve, actor=args.actor,
                                  reason=getattr(args, "reason", None))
@@ -170,6 +204,41 @@ async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+async def _decide_all(service: AssistantService, args: argparse.Namespace) -> int:
+    """Approve every undecided non-destructive call, or deny every undecided call."""
+    approve = args.runs_command == "approve"
+    info, _decisions = await service.run_info(args.run)
+    if info.status is not RunStatus.PARKED:
+        print_error(f"run {args.run} is {info.status.value}; only a parked run waits for "
+                    "decisions")
+        return ExitCode.FAILED
+    undecided = [p for p in info.pending if p.decision is None]
+    chosen = [p for p in undecided if not (approve and p.destructive)]
+    actor, reason = args.actor.strip(), getattr(args, "reason", None)
+    decided = []
+    for call in chosen:
+        fresh = await service.decide(args.run, call.call_id, approve=approve, actor=actor,
+                                     reason=reason)
+        decided.append({"call_id": call.call_id, "tool": call.tool,
+                        "destructive": call.destructive, "already_recorded": not fresh})
+    left = [p for p in undecided if p not in chosen]
+    decision = "approved" if approve else "denied"
+    if args.json:
+        print_json({"run_id": args.run, "decision": decision, "actor": actor, "reason": reason,
+                    "calls": decided, "undecided": [p.call_id for p in left]})
+    else:
+        for item in decided:
+            print(f"{item['call_id']} {decision} ({item['tool']})")
+        if not undecided:
+            print(f"nothing to decide: every call of run {args.run} already has a decision")
+        for call in left:
+            print(f"{call.call_id} not approved: {call.tool} is destructive; approve it on its "
+                  f"own with 'stockade runs approve {args.run} {call.call_id} --actor NAME'")
+        if not left:
+            print(f"resume with 'stockade runs resume {args.run}'")
+    return ExitCode.OK if decided or not undecided else ExitCode.FAILED
+
+
 async def _resume(service: AssistantService, args: argparse.Namespace) -> int:
     settings = load_settings_for_command()
     turn = await service.resume(args.run, settings=settings, base_url=args.base_url,
@@ -177,7 +246,9 @@ async def _resume(service: AssistantService, args: argparse.Namespace) -> int:
     summary, code = await conclude(service, turn)
     if turn.changed and not turn.write_back:
         print_error(f"the document {turn.document_path} was not written: run {args.run} was "
-                    "started without --write, so its changes were kept out of the file. To "
-                    "save a resumed run's changes, resume it with --write.")
+                    "started without --write, so this resume kept the turn's changes out of "
+                    "the file and they are now discarded. To save what a resumed run changes, "
+                    f"resume it with --write (stockade runs resume RUN --write), or run the "
+                    "prompt again with 'stockade assist FILE --prompt ... --write'.")
     print_summary(summary, args.json)
     return code

@@ -39,6 +39,7 @@ EVENT_FOR_STEP: dict[StepKind, EventKind] = {
     StepKind.TOOL_PROPOSED: EventKind.TOOL_PROPOSED,
     StepKind.TOOL_APPROVED: EventKind.TOOL_APPROVED,
     StepKind.TOOL_DENIED: EventKind.TOOL_DENIED,
+    StepKind.TOOL_EDITED: EventKind.TOOL_EDITED,
     StepKind.TOOL_STARTED: EventKind.TOOL_STARTED,
     StepKind.TOOL_RESULT: EventKind.TOOL_RESULT,
     StepKind.DOCUMENT_COMMITTED: EventKind.DOCUMENT_COMMITTED,

@@ -40,6 +40,7 @@ class EventKind(StrEnum):
     TOOL_PROPOSED = "tool.proposed"
     TOOL_APPROVED = "tool.approved"
     TOOL_DENIED = "tool.denied"
+    TOOL_EDITED = "tool.edited"
     TOOL_STARTED = "tool.started"
     TOOL_RESULT = "tool.result"
     DOCUMENT_COMMITTED = "document.committed"

@@ -27,6 +27,7 @@ class GrantScope(StrEnum):
 
 class DenialReason(StrEnum):
     USER_DECLINED = "user_declined"  # the user said no; sticky by (tool, digest) for the turn
+    POLICY_DENIED = "policy_denied"  # a headless policy said no (`--approve deny`); sticky too
     TURN_CANCELLED = "turn_cancelled"  # the turn ended before the call could run
     LIMIT_EXCEEDED = "limit_exceeded"  # over the per-iteration or per-turn tool-call cap
 
@@ -59,6 +60,9 @@ class Violation(StrEnum):
     DROPPED_TOOL_CALL = "dropped_tool_call"
     """the provider began a tool call whose arguments it could not decode; the call is answered
     with an error result so the model sees what happened."""
+    INVALID_EDIT = "invalid_edit"
+    """an edit of a pending call whose input the tool refused (or that matches an input already
+    declined in the turn); the call keeps its input."""
 
 
 

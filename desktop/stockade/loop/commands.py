@@ -40,8 +40,24 @@ class ApproveBatch:
 
 @dataclass(frozen=True, slots=True)
 class DenyCall:
+    """A "no" for one pending call. `reason` (optional) is told to the model in the result;
+    `by_policy` marks a headless policy's denial (`--approve deny`), not a person's."""
+
     type: ClassVar[str] = "deny_call"
     call_id: str
+    reason: str | None = None
+    by_policy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EditCall:
+    """A person replaces a pending call's input before deciding on it. The reducer prepares
+    `new_input` with the call's own tool; an input that does not validate changes nothing."""
+
+    type: ClassVar[str] = "edit_call"
+    call_id: str
+    new_input: Any
+    actor: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +167,7 @@ TurnCommand = (
     | ApproveCall
     | ApproveBatch
     | DenyCall
+    | EditCall
     | StartCall
     | CallSettled
     | Advance

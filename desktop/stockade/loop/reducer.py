@@ -14,6 +14,11 @@ Deliberate differences from the reference loop (each has a test):
 - a `malformed_stream` notice is kept as a notice and does not fail the turn; a tool call the
   provider announced but could not decode is answered with an error result the model sees;
 - the retry gate ignores the iteration that is being retried, so the last iteration can retry.
+
+Beyond the reference: a pending call's input can be replaced by a person's (`EditCall`, ADR
+0007), a denial can carry the person's reason into the result the model reads, a headless
+policy's denial is marked as one, and calls a stop leaves undecided or unstarted are `not_run`
+(nobody said no), not denied.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from stockade.loop.commands import (
     ChargeCredits,
     CheckDeadline,
     DenyCall,
+    EditCall,
     RefuseRequest,
     Retry,
     StartCall,
@@ -52,6 +58,7 @@ from stockade.loop.commands import (
     TurnCommand,
     UndoTurn,
 )
+from stockade.loop.edits import CallEdit, describe_changes, edited_result, prepare_edit
 from stockade.loop.limits import (
     BoundKind,
     TurnBudget,
@@ -97,6 +104,7 @@ from stockade.protocol.messages import (
     ToolResultBlock,
 )
 from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk
+from stockade.tools.untrusted import sanitize
 
 TurnInput = StreamEvent | TurnCommand
 
@@ -115,6 +123,7 @@ _SUCCEEDED = CallStatus.SUCCEEDED
 _FAILED = CallStatus.FAILED
 _UNDONE = CallStatus.UNDONE
 _DENIED = CallStatus.DENIED
+_NOT_RUN = CallStatus.NOT_RUN
 _READ = ToolEffect.READ
 _MUTATE = ToolEffect.MUTATE
 
@@ -123,7 +132,13 @@ UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you wer
 LIMIT_TEXT = "Not run: this turn has already made as many tool calls as it is allowed."
 LIMIT_SUMMARY = "Not run (tool-call limit reached): {name}"
 DECLINED_TEXT = "Not run: the user declined this action."
+DECLINED_REASON_TEXT = 'Not run: the user declined this action. Their reason: "{reason}"'
 DECLINED_TWIN_TEXT = "Not run: the user already declined an identical action in this turn."
+POLICY_DENIED_TEXT = ("Not run: this run's approval policy denies every change "
+                      "(--approve deny); nothing was changed.")
+POLICY_TWIN_TEXT = "Not run: the approval policy already denied an identical action in this turn."
+REASON_MAX_CODE_POINTS = 500
+"""Longest denial reason passed to the model (a person typed it; it is not a document)."""
 NOT_RUN_TEXT = "Not run: the turn ended before this tool call could run."
 DROPPED_TEXT = (
     "Not run: the arguments of this tool call arrived damaged and could not be read. "
@@ -227,13 +242,14 @@ def _fold_draft(state: TurnState) -> TurnState:
 def _close_out(state: TurnState) -> TurnState:
     """Answer every opened call exactly once before anything else is sent.
 
-    Calls that never ran become `denied(turn_cancelled)` (not sticky); each call without a
-    result in history gets one, in call order, in a single user message.
+    Calls that never ran become `not_run` (reason `turn_cancelled`, not sticky: nobody said
+    no); each call without a result in history gets one, in call order, in a single user
+    message.
     """
     state = _fold_draft(state)
     replaced = {
         i: c.with_changes(
-            status=_DENIED,
+            status=_NOT_RUN,
             denial_reason=DenialReason.TURN_CANCELLED,
             result=NOT_RUN_TEXT,
             is_error=True,
@@ -414,9 +430,11 @@ def _open_call(
     digest = prepared.input_digest
     summary = prepared.summary
     if is_denied(state.denials, name, digest):
+        by_policy = _denied_by_policy(state, name, digest)
         record = new_call(
             call_id, name, digest, summary, effect, destructive, iteration, _DENIED,
-            raw, DECLINED_TWIN_TEXT, True, DenialReason.USER_DECLINED, prepared,
+            raw, POLICY_TWIN_TEXT if by_policy else DECLINED_TWIN_TEXT, True,
+            DenialReason.POLICY_DENIED if by_policy else DenialReason.USER_DECLINED, prepared,
         )
     elif effect is _READ and not destructive:
         record = new_call(
@@ -585,17 +603,67 @@ def _on_deny_call(state: TurnState, cmd: DenyCall) -> TurnState:
     if found is None or found[1].status is not _PENDING:
         return state
     i, call = found
+    reason = DenialReason.POLICY_DENIED if cmd.by_policy else DenialReason.USER_DECLINED
     denied = call.with_changes(
         status=_DENIED,
-        denial_reason=DenialReason.USER_DECLINED,
-        result=DECLINED_TEXT,
+        denial_reason=reason,
+        result=_denial_text(cmd),
         is_error=True,
     )
     state = _replace_call(
         state, i, denied,
-        {"denials": (*state.denials, DenialRecord(call.tool_name, call.input_digest))},
+        {"denials": (*state.denials, DenialRecord(call.tool_name, call.input_digest, reason))},
     )
     return _maybe_executing(state)
+
+
+def _denial_text(cmd: DenyCall) -> str:
+    if cmd.by_policy:
+        return POLICY_DENIED_TEXT
+    words = sanitize(cmd.reason.strip(), REASON_MAX_CODE_POINTS)[0] if cmd.reason else ""
+    return DECLINED_REASON_TEXT.format(reason=words) if words else DECLINED_TEXT
+
+
+def _denied_by_policy(state: TurnState, tool_name: str, digest: str) -> bool:
+    return any(d.tool_name == tool_name and d.input_digest == digest
+               and d.reason is DenialReason.POLICY_DENIED for d in state.denials)
+
+
+def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
+    """Replace a pending call's input with a person's, validated by the call's own tool.
+
+    The record takes the edited input, summary, prepared call and digest and keeps the model's
+    original in `edit`; no grant exists for a pending call, and the one its approval creates is
+    bound to the edited digest. A refused edit leaves the call exactly as it was.
+    """
+    if state.phase is not _AWAITING_APPROVAL:
+        return state
+    found = _located(state, cmd.call_id)
+    if found is None or found[1].status is not _PENDING:
+        return state
+    i, call = found
+    tool = state.tool_set.get(call.tool_name)
+    if tool is None:
+        return state
+    prepared = prepare_edit(tool, cmd.new_input)
+    if not isinstance(prepared, PreparedCall):
+        return _violation(state, Violation.INVALID_EDIT, call.id,
+                          "The edited input was refused: " + "; ".join(prepared.issues))
+    digest = prepared.input_digest
+    if digest == call.input_digest:
+        return state
+    if is_denied(state.denials, call.tool_name, digest):
+        return _violation(state, Violation.INVALID_EDIT, call.id,
+                          "The edited input matches one already declined in this turn.")
+    first = call.edit
+    original_input = first.original_input if first is not None else call.raw_input
+    original_digest = first.original_digest if first is not None else call.input_digest
+    edit = CallEdit(actor=cmd.actor, original_digest=original_digest,
+                    original_input=original_input,
+                    changes=describe_changes(original_input, cmd.new_input))
+    edited = call.with_changes(input_digest=digest, summary=prepared.summary,
+                               raw_input=cmd.new_input, prepared=prepared, edit=edit)
+    return _replace_call(state, i, edited, {})
 
 
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
@@ -635,9 +703,12 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
         return state
     i, call = found
     ok = isinstance(cmd.outcome, ToolOk)
+    result = cmd.outcome.result
+    if call.edit is not None:
+        result = edited_result(call.edit, result)  # the model learns it ran with other input
     settled = call.with_changes(
         status=_SUCCEEDED if ok else _FAILED,
-        result=cmd.outcome.result,
+        result=result,
         is_error=not ok,
     )
     return _replace_call(state, i, settled, {})
@@ -790,6 +861,7 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
     ApproveCall: _on_approve_call,
     ApproveBatch: _on_approve_batch,
     DenyCall: _on_deny_call,
+    EditCall: _on_edit_call,
     StartCall: _on_start_call,
     CallSettled: _on_call_settled,
     Advance: _on_advance,

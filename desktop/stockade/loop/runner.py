@@ -34,6 +34,7 @@ from stockade.loop.commands import (
     ChargeCredits,
     CheckDeadline,
     DenyCall,
+    EditCall,
     RefuseRequest,
     Retry,
     StartCall,
@@ -42,6 +43,7 @@ from stockade.loop.commands import (
     Submit,
     UndoTurn,
 )
+from stockade.loop.edits import prepare_edit
 from stockade.loop.history import DocumentSession
 from stockade.loop.hooks import (
     NoHooks,
@@ -89,7 +91,7 @@ from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.runtime import ToolContext, ToolFailed, ToolOk, ToolOutcome
+from stockade.tools.runtime import PreparedCall, ToolContext, ToolFailed, ToolOk, ToolOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -239,23 +241,79 @@ class TurnRunner:
         return await self.drive()
 
     async def deny_call(
-        self, call_id: str, actor: str = "user", reason: str | None = None
+        self, call_id: str, actor: str = "user", reason: str | None = None, *,
+        by_policy: bool = False,
     ) -> TurnState:
+        return await self.deny_batch((call_id,), actor, reason, by_policy=by_policy)
+
+    async def deny_batch(
+        self, call_ids: Sequence[str], actor: str = "user", reason: str | None = None, *,
+        by_policy: bool = False, proceed: bool = True,
+    ) -> TurnState:
+        """Deny these pending calls with one reason (each recorded before it is denied).
+
+        `proceed=False` leaves the turn where the denials put it without driving on (the app
+        is quitting: the caller stops the turn next, so no request follows the denials).
+        """
         self._account_wait()
-        call = self._pending(call_id)
-        if call is not None:
+        for call_id in dict.fromkeys(call_ids):
+            call = self._pending(call_id)
+            if call is None:
+                continue
             payload = {
                 "call_id": call.id,
                 "tool": call.tool_name,
                 "input_digest": call.input_digest,
                 "iteration": call.iteration,
                 "actor": actor,
+                "denial": "policy_denied" if by_policy else "user_declined",
                 "reason": reason,
             }
             if not await self._record(StepKind.TOOL_DENIED, payload):
                 return await self._after_stop()
-            self._dispatch(DenyCall(call_id))
+            self._dispatch(DenyCall(call_id, reason, by_policy))
+        if not proceed:
+            return self._state
         return await self.drive()
+
+    async def edit_call(self, call_id: str, new_input: Any, actor: str) -> tuple[str, ...]:
+        """Replace a pending call's input with a person's; the problems, or () when applied.
+
+        The tool's own `prepare` checks the input first; nothing is recorded or changed for an
+        input it refuses. An accepted edit is audited (`tool.edited`, both digests and the
+        actor) before the reducer applies it.
+        """
+        call = self._pending(call_id)
+        if call is None:
+            return ("This call is no longer waiting for a decision.",)
+        tool = self._tool_set.get(call.tool_name)
+        if tool is None:
+            return ("This call's tool is not available in this turn.",)
+        prepared = prepare_edit(tool, new_input)
+        if not isinstance(prepared, PreparedCall):
+            return prepared.issues or ("The tool refused this input.",)
+        if prepared.input_digest == call.input_digest:
+            return ()
+        if any(d.tool_name == call.tool_name and d.input_digest == prepared.input_digest
+               for d in self._state.denials):
+            return ("An identical call was already declined in this turn.",)
+        payload = {
+            "call_id": call.id,
+            "tool": call.tool_name,
+            "input_digest_before": call.input_digest,
+            "input_digest": prepared.input_digest,
+            "original_digest": call.edit.original_digest if call.edit else call.input_digest,
+            "iteration": call.iteration,
+            "actor": actor,
+        }
+        if not await self._record(StepKind.TOOL_EDITED, payload):
+            await self._after_stop()
+            return ("The edit could not be recorded, so the turn stopped.",)
+        self._dispatch(EditCall(call_id, new_input, actor))
+        edited = self._state.call(call_id)
+        if edited is None or edited.input_digest != prepared.input_digest:
+            return ("The edit was refused.",)
+        return ()
 
     def cancel(self) -> TurnState:
         """Stop now: cancel the in-flight stream or tool, keep what arrived, settle `cancelled`.

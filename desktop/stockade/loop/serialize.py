@@ -3,7 +3,9 @@ in another process.
 
 Tools are stored by name and re-resolved from a registry on load; every prepared call is
 re-prepared from its stored raw input and must reproduce its stored digest, or loading is
-refused (a tool whose validation changed must not run an input the user never saw).
+refused (a tool whose validation changed must not run an input the user never saw). A call a
+person edited stores their input as its raw input (the model's original rides in `edit`), so
+the digest it is re-checked against, and any grant, is the edited one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Violation
+from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.loop.state import (
     AssistantDraft,
@@ -54,6 +57,7 @@ def _call_to_json(c: CallRecord) -> dict[str, Any]:
         "is_error": c.is_error,
         "denial_reason": c.denial_reason.value if c.denial_reason else None,
         "prepared": c.prepared is not None,
+        "edit": c.edit.to_json() if c.edit is not None else None,
     }
 
 
@@ -120,6 +124,7 @@ def _call_from_json(data: dict[str, Any], tool_set: ToolSet) -> CallRecord:
             )
         prepared = result
     reason = data.get("denial_reason")
+    edit = data.get("edit")
     return CallRecord(
         id=str(data["id"]),
         tool_name=str(data["tool_name"]),
@@ -133,6 +138,7 @@ def _call_from_json(data: dict[str, Any], tool_set: ToolSet) -> CallRecord:
         result=data.get("result"),
         is_error=bool(data["is_error"]),
         denial_reason=DenialReason(reason) if reason else None,
+        edit=CallEdit.from_json(edit) if isinstance(edit, dict) else None,
         prepared=prepared,
     )
 

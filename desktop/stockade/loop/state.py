@@ -15,6 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Violation
+from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.protocol.errors import ProtocolError
 from stockade.protocol.messages import ContentBlock, Message, TextBlock, ToolCallBlock
@@ -56,10 +57,12 @@ class CallStatus(StrEnum):
     FAILED = "failed"
     UNDONE = "undone"
     DENIED = "denied"
+    NOT_RUN = "not_run"  # still undecided (or approved, not started) when the turn stopped
 
 
 TERMINAL_STATUSES = frozenset(
-    {CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.DENIED, CallStatus.UNDONE}
+    {CallStatus.SUCCEEDED, CallStatus.FAILED, CallStatus.DENIED, CallStatus.UNDONE,
+     CallStatus.NOT_RUN}
 )
 
 
@@ -272,6 +275,8 @@ class CallRecord:
     result: str | None = None
     is_error: bool = False
     denial_reason: DenialReason | None = None
+    edit: CallEdit | None = None
+    """Set when a person replaced the model's input before deciding (the input above is theirs)."""
     # Runnable closures are not state: equality and snapshots ignore them.
     prepared: PreparedCall | None = field(default=None, compare=False, repr=False)
 
@@ -305,7 +310,7 @@ def new_call(
         "id": id, "tool_name": tool_name, "input_digest": input_digest, "summary": summary,
         "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
         "raw_input": raw_input, "result": result, "is_error": is_error,
-        "denial_reason": denial_reason, "prepared": prepared,
+        "denial_reason": denial_reason, "edit": None, "prepared": prepared,
     })
     return record
 

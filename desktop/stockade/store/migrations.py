@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stockade.store.declined import SCHEMA as _DECLINED
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -126,4 +128,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ledger", _LEDGER),
     Migration(2, "trajectory", _TRAJECTORY),
     Migration(3, "runs", _RUNS),
+    Migration(4, "declined proposals", _DECLINED),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stockade.protocol.declined import DECLINED_HEADING, DeclinedProposal, declined_line
 from stockade.protocol.request import ToolSpec
 from stockade.thf.model import ThreatModel
 from stockade.tools.untrusted import END_MARKER, START_MARKER, scalar
@@ -107,8 +108,12 @@ def _more(count: int, kind: str) -> str | None:
     )
 
 
-def document_context(document: ThreatModel) -> str:
-    """The document block between the markers; every value sanitized, capped and escaped."""
+def document_context(document: ThreatModel,
+                     declined: Sequence[DeclinedProposal] = ()) -> str:
+    """The document block between the markers; every value sanitized, capped and escaped.
+
+    `declined` (proposals the user declined in earlier turns) is listed inside the block too:
+    its titles and reasons came from a model and a person, so they are data like the rest."""
     meta = document.metadata
     lines = [START_MARKER, f"Title: {_v(meta.title)}", f"Author: {_v(meta.author)}"]
     if meta.description:
@@ -174,15 +179,25 @@ def document_context(document: ThreatModel) -> str:
         if more:
             lines.append(more)
 
+    if declined:
+        lines += ["", DECLINED_HEADING]
+        lines += [declined_line(d, _v) for d in declined[:MAX_PROMPT_ITEMS_PER_SECTION]]
+        hidden = len(declined) - MAX_PROMPT_ITEMS_PER_SECTION
+        if hidden > 0:
+            lines.append(f"- … {hidden} more declined proposals not listed here.")
+
     lines.append(END_MARKER)
     return "\n".join(lines)
 
 
-def build_system_prompt(document: ThreatModel, tools: Sequence[ToolSpec]) -> str:
-    """The whole system prompt for one turn over `document`, advertising exactly `tools`."""
+def build_system_prompt(document: ThreatModel, tools: Sequence[ToolSpec],
+                        declined: Sequence[DeclinedProposal] = ()) -> str:
+    """The whole system prompt for one turn over `document`, advertising exactly `tools` and
+    listing the proposals the user declined earlier."""
     if tools:
         names = "Tools: " + ", ".join(t.name for t in tools) + "."
         working = _WITH_TOOLS.format(tool_names=names)
     else:
         working = _WITHOUT_TOOLS
-    return "\n\n".join((_ROLE, working, _CANVAS, _STYLE, _FENCE, document_context(document))) + "\n"
+    context = document_context(document, declined)
+    return "\n\n".join((_ROLE, working, _CANVAS, _STYLE, _FENCE, context)) + "\n"

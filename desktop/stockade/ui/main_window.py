@@ -47,6 +47,7 @@ class AppTab(StrEnum):
     DIAGRAM = "diagram"
     SUMMARY = "summary"
     CHAT = "chat"
+    CHAT_EDIT = "chat-edit"  # the chat's review queue with a proposal open for editing
     AUTHORING = "authoring"
     """The Details tab with the Add threat dialog open over it (for screenshots)."""
 
@@ -57,6 +58,10 @@ class AssistantHookup(Protocol):
     def start_screenshot_turn(self) -> None: ...
 
     def prepare_to_close(self) -> None: ...
+
+    def waiting_calls(self) -> int: ...
+
+    async def settle_before_close(self) -> bool: ...
 
 
 def window_settings() -> QSettings:
@@ -373,7 +378,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Qt override: closeEvent (unsaved changes are asked about without blocking the loop)."""
-        if self._close_approved or not self.open_document.is_dirty:
+        waiting = self.assistant is not None and self.assistant.waiting_calls() > 0
+        if self._close_approved or (not self.open_document.is_dirty and not waiting):
             settings = window_settings()
             settings.setValue("geometry", self.saveGeometry())
             settings.setValue("splitter", self.splitter.saveState())
@@ -389,7 +395,11 @@ class MainWindow(QMainWindow):
 
     async def _close_after_asking(self) -> None:
         try:
-            approved = await self.commands.settle_unsaved_changes()
+            # Calls the assistant waits on are asked about first (save for later, deny all, or
+            # stay), then unsaved changes; either answer may keep the window open.
+            approved = self.assistant is None or await self.assistant.settle_before_close()
+            if approved and self.open_document.is_dirty:
+                approved = await self.commands.settle_unsaved_changes()
         finally:
             self._asking_to_close = False
         if approved:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from stockade.loop.authorization import DenialReason
 from stockade.loop.state import CallRecord
 from stockade.ui.assistant.tool_call_card import ToolCallCard, plain_label
 from stockade.ui.common.colors import MUTED_STYLE, text_style
@@ -127,7 +128,15 @@ class TurnView(QFrame):
                 status = "undone"
             elif redone and status == "undone":
                 status = "succeeded"
-            card.set_status(status)
+            note = None
+            if call.denial_reason is DenialReason.POLICY_DENIED:
+                note = "by policy"
+            elif call.denial_reason is DenialReason.LIMIT_EXCEEDED:
+                note = "over the tool-call limit"
+            elif call.edit is not None:
+                note = "edited by you"
+                card.set_summary(call.summary)  # the edited input's own summary
+            card.set_status(status, note)
 
     def set_outcome(self, text: str | None) -> None:
         self.outcome_label.setText(text or "")

@@ -14,28 +14,31 @@ from PySide6.QtGui import QAction
 from stockade.assistant.config import ConfigError, TurnConfig, TurnOverrides, actor_for
 from stockade.assistant.errors import REFUSALS, failure_text
 from stockade.assistant.records import RunInfo
-from stockade.assistant.review import preview_calls
 from stockade.assistant.service import UNSAVED_PREFIX, AssistantService
 from stockade.assistant.summary import final_text, turn_text
 from stockade.assistant.turn import Turn
-from stockade.loop.state import TurnOutcome, TurnPhase, TurnState
+from stockade.loop.state import CallStatus, TurnOutcome, TurnPhase, TurnState
+from stockade.loop.transaction import UndoAvailability
 from stockade.protocol.messages import Message
 from stockade.protocol.provider_ids import USER_PROVIDERS, ProviderId
 from stockade.settings import Settings, read_settings, save_settings
 from stockade.thf.model import ThreatModel
-from stockade.ui.assistant.approval_dialog import (
-    ApprovalDialog,
-    ApprovalEnd,
-    ApprovalOutcome,
-    ApprovalStep,
-)
+from stockade.tools.runtime import ToolEffect
 from stockade.ui.assistant.chat_pane import ChatPane, ModelChoice, ParkedRunItem, TurnView
+from stockade.ui.assistant.review_backends import ParkedReview, TurnReview
+from stockade.ui.assistant.review_queue import (
+    ReviewEnd,
+    ReviewOutcome,
+    ReviewQueue,
+    ReviewStep,
+)
 from stockade.ui.assistant.screenshot_turn import (
     SCREENSHOT_PROMPT,
     ScreenshotTurn,
     embed_for_screenshot,
     run_screenshot_turn,
 )
+from stockade.ui.assistant.waiting_calls_dialog import CloseChoice, WaitingCallsDialog
 
 if TYPE_CHECKING:
     from stockade.ui.main_window import MainWindow
@@ -45,12 +48,15 @@ log = logging.getLogger(__name__)
 RENDER_INTERVAL_MS = 40
 """Streamed text is re-rendered at most this often, so 500 deltas/s never starve the UI."""
 
-STOPPED_TEXT = "Stopped. What the assistant wrote so far is kept."
 PARKED_TEXT = ("Waiting for your decision. This turn is saved; reopen the document any time "
                "to approve or deny, or use `stockade runs` from a terminal.")
 NO_DOCUMENT_TEXT = "Open or create a threat model first."
 FAILED_TEXT = "The assistant could not finish this turn."
-DENIED_IN_APP = "denied in the app"
+UNDONE_TEXT = "These changes were undone (Edit > Redo brings them back)."
+REDONE_TEXT = "These changes were redone."
+PARK_UNAVAILABLE_TEXT = ("Decide later is not available: {reason} The turn is still waiting "
+                         "here: use Review… to decide its calls now, or Stop to end the turn "
+                         "(its calls are then not run).")
 _DECISION_FAILURES: tuple[type[Exception], ...] = (*REFUSALS, ValueError)
 
 
@@ -91,7 +97,11 @@ class AssistantController(QObject):
     """
 
     approvalOpened = Signal(object)
-    """An `ApprovalDialog` was opened (tests and the screenshot drive it)."""
+    """A `ReviewQueue` was opened (tests and the screenshot drive it)."""
+    closeQuestionOpened = Signal(object)
+    """A `WaitingCallsDialog` asks what to do with waiting calls before the window closes."""
+    turnPhaseShown = Signal(str)
+    """The line under the turn changed to this text (every phase as it happens)."""
     turnSettled = Signal(str)
     parkedRunsChanged = Signal(int)
     turnParked = Signal(str)
@@ -106,18 +116,21 @@ class AssistantController(QObject):
         self.service = service or AssistantService()
         self.settings = Settings()
         self.turn: Turn | None = None
-        self.dialog: ApprovalDialog | None = None
+        self.dialog: ReviewQueue | None = None
+        self.close_question: WaitingCallsDialog | None = None
         self.parked: list[RunInfo] = []
         self._conversation: tuple[Message, ...] = ()
         self._view: TurnView | None = None
         self._latest: TurnState | None = None
         self._latest_base = 0
+        self._shown_phase: TurnPhase | None = None
         self._seen_document: ThreatModel | None = None
         self._looping = False
         self._closed = False
         self.ready = False
         """Settings and the keyring state have been loaded (tests wait for this)."""
         self._chat_shown = False
+        self._screenshot_edit = False
         self._render_timer = QTimer(self)
         self._render_timer.setObjectName("chatRenderTimer")
         self._render_timer.setSingleShot(True)
@@ -132,6 +145,7 @@ class AssistantController(QObject):
         from stockade.ui.main_window import AppTab
 
         window.register_tab(AppTab.CHAT, self.show_chat)
+        window.register_tab(AppTab.CHAT_EDIT, self._show_chat_editing)
         self._build_actions()
         self._show_choices()
         self.pane.promptSubmitted.connect(self._on_pane_promptSubmitted)
@@ -197,6 +211,10 @@ class AssistantController(QObject):
         self.window.resizeDocks([self.dock], [460], Qt.Orientation.Horizontal)
         self.pane.prompt_edit.setFocus()
 
+    def _show_chat_editing(self) -> None:
+        self._screenshot_edit = True  # `--tab chat-edit`: the screenshot opens the edit dialog
+        self.show_chat()
+
     def start_screenshot_turn(self) -> None:
         """`--screenshot … --tab chat`: an offline review turn, stopped at its approval dialog."""
         history = self.window.open_document.history
@@ -212,10 +230,18 @@ class AssistantController(QObject):
         self._render(result.state, 0)
         if result.state.phase is TurnPhase.AWAITING_APPROVAL and result.views:
             self.pane.set_pending(len(result.views))
-            dialog = ApprovalDialog(result.views, self.window)
+            dialog = ReviewQueue(result.views, self.window)
             embed_for_screenshot(dialog, self.window)
             dialog.show()
             self.dialog = dialog
+            if self._screenshot_edit:
+                from stockade.ui.assistant.edit_call_dialog import EditCallDialog
+
+                first = result.views[0]
+                edit = EditCallDialog(first, self.window, submit=lambda raw: dialog.backend.edit(
+                    first.call_id, raw))
+                embed_for_screenshot(edit, self.window)
+                edit.show()
 
     async def _load_settings(self) -> None:
         try:
@@ -276,6 +302,13 @@ class AssistantController(QObject):
     # -- starting a turn -------------------------------------------------------------------
 
     def _on_pane_promptSubmitted(self, prompt: str) -> None:
+        # The prompt stays on screen from the click: the turn's view is made here, before the
+        # task that prepares the provider gets its first slice of the loop.
+        if not self.turn_live and not self._looping and \
+                self.window.open_document.history is not None:
+            self._view = self.pane.begin_turn(prompt)
+            self._show_phase_text("Preparing the provider…")
+            self.pane.set_busy(True)
         self._spawn(self.send(prompt))
 
     def _on_pane_modelChosen(self, provider: str, model: str) -> None:
@@ -327,11 +360,16 @@ class AssistantController(QObject):
             config = TurnConfig.from_settings(self.settings, TurnOverrides(provider=provider,
                                                                            model=model))
         except ConfigError as exc:
+            if self._view is not None:
+                self._view.set_outcome(None)
             self.pane.set_error(str(exc))
             return
         # Feedback at once: the prompt stays visible and the pane says what is happening.
-        self._view = self.pane.begin_turn(prompt)
-        self._view.set_outcome("Preparing the provider…")
+        if self._view is None or self._view.prompt_label.text() != prompt or \
+                self._view is not self.pane.current_turn:
+            self._view = self.pane.begin_turn(prompt)
+        self._shown_phase = None
+        self._show_phase_text("Preparing the provider…")
         self.pane.set_busy(True)
         self.pane.set_undo_enabled(False)
         self.pane.set_usage("")
@@ -366,8 +404,24 @@ class AssistantController(QObject):
         # Called on every reducer transition (every streamed delta): keep it O(1).
         self._latest = state
         self._latest_base = base_count
+        if state.phase is not self._shown_phase:
+            # A new phase is shown at once, not at the next throttled render: a phase can be
+            # over long before the render timer fires.
+            self._shown_phase = state.phase
+            text = _PHASE_TEXT.get(state.phase)
+            if text is not None and not self._closed:
+                self._show_phase_text(text)
         if not self._render_timer.isActive():
             self._render_timer.start()
+
+    def _show_phase_text(self, text: str | None) -> None:
+        view = self._view
+        if view is None or self._closed:
+            return
+        if view.outcome_label.text() != (text or ""):
+            view.set_outcome(text)
+            if text:
+                self.turnPhaseShown.emit(text)
 
     def _on_render_timer_timeout(self) -> None:
         if self._latest is not None and not self._closed:
@@ -380,7 +434,7 @@ class AssistantController(QObject):
         view.answer.set_markdown(turn_text(state, base_count))
         view.sync_calls(state.calls)
         if state.phase is not TurnPhase.SETTLED and state.phase is not TurnPhase.IDLE:
-            view.set_outcome(_PHASE_TEXT.get(state.phase))
+            self._show_phase_text(_PHASE_TEXT.get(state.phase))
         self._sync_document()
 
     def _sync_document(self) -> None:
@@ -407,10 +461,10 @@ class AssistantController(QObject):
                     continue
                 await self._apply(turn, outcome.steps)
                 if turn.phase is TurnPhase.AWAITING_APPROVAL:
-                    if outcome.end is ApprovalEnd.DEFERRED:
+                    if outcome.end is ReviewEnd.DEFERRED:
                         await self.park_live()
                         return
-                    if outcome.end is ApprovalEnd.DISMISSED:
+                    if outcome.end is ReviewEnd.DISMISSED:
                         if self._view is not None:
                             self._view.set_outcome(None)
                         self.pane.set_pending(len(turn.pending()))
@@ -420,9 +474,9 @@ class AssistantController(QObject):
                 await self._finish(turn)
             return
 
-    async def _ask(self, turn: Turn) -> ApprovalOutcome:
+    async def _ask(self, turn: Turn) -> ReviewOutcome:
         views = await turn.previews()
-        dialog = ApprovalDialog(views, self.window)
+        dialog = ReviewQueue(views, self.window, backend=TurnReview(turn, self.actor))
         self.dialog = dialog
         self.approvalOpened.emit(dialog)
         try:
@@ -430,8 +484,10 @@ class AssistantController(QObject):
         finally:
             self.dialog = None
             dialog.deleteLater()
+            if self._view is not None:
+                self._view.sync_calls(turn.state.calls)  # edits show on the cards
 
-    async def _apply(self, turn: Turn, steps: tuple[ApprovalStep, ...]) -> None:
+    async def _apply(self, turn: Turn, steps: tuple[ReviewStep, ...]) -> None:
         for step in steps:
             if turn.phase is not TurnPhase.AWAITING_APPROVAL:
                 break
@@ -440,7 +496,7 @@ class AssistantController(QObject):
             elif step.kind == "approve":
                 await turn.approve(step.call_ids[0], self.actor)
             else:
-                await turn.deny(step.call_ids[0], self.actor, DENIED_IN_APP)
+                await turn.deny_batch(list(step.call_ids), self.actor, step.reason)
             self._render(turn.state, turn.base_count)
 
     async def _finish(self, turn: Turn) -> None:
@@ -459,7 +515,7 @@ class AssistantController(QObject):
         self._sync_document()
         outcome = state.outcome
         if outcome is TurnOutcome.CANCELLED:
-            self.pane.set_notice(STOPPED_TEXT)
+            self.pane.set_notice(stopped_text(state))
         elif outcome is TurnOutcome.BOUNDED:
             self.pane.set_notice(state.notice)
         elif outcome is TurnOutcome.FAILED:
@@ -517,7 +573,7 @@ class AssistantController(QObject):
         if undone:
             if self._view is not None:
                 self._view.sync_calls(turn.state.calls, undone=True)
-                self._view.set_outcome("These changes were undone.")
+                self._view.set_outcome(UNDONE_TEXT)
             self._sync_document()
         self._refresh_undo()
         return undone
@@ -544,9 +600,10 @@ class AssistantController(QObject):
         except REFUSALS as exc:  # unsaved, unreadable file, keyring or database
             log.info("parking the turn failed: %s", type(exc).__name__)
             if turn is self.turn and not self._closed:
-                self.pane.set_error(f"The turn could not be saved for later: "
-                                    f"{failure_text(exc)} It is still waiting here.")
+                self.pane.set_error(park_unavailable_text(exc))
                 self.pane.set_pending(len(turn.pending()))
+                if self._view is not None:
+                    self._view.set_outcome(None)
             return False
         if turn is self.turn and not self._closed:
             self._after_park(turn)
@@ -561,6 +618,62 @@ class AssistantController(QObject):
         self._conversation = ()
         self.turn = None
         self.turnParked.emit(turn.run_id)
+
+    # -- closing with calls waiting ---------------------------------------------------------
+
+    def waiting_calls(self) -> int:
+        """Calls waiting for a decision in this window (not parked): closing must ask first."""
+        turn = self.turn
+        if self._closed or turn is None or not turn.waiting:
+            return 0
+        return len(turn.pending())
+
+    async def settle_before_close(self) -> bool:
+        """Ask what to do with the waiting calls: save the turn for later, deny them all, or
+        keep the window open. True when the window may close; nothing is dropped silently."""
+        turn = self.turn
+        if turn is None or not turn.waiting:
+            return True
+        if self.dialog is not None:
+            self.dialog.dismiss()  # its decisions so far apply; the rest keep waiting
+            while self._looping and turn.waiting and self.dialog is not None:
+                await asyncio.sleep(0)
+        unavailable: str | None = None
+        while True:
+            if not turn.waiting:
+                return True
+            dialog = WaitingCallsDialog(len(turn.pending()), self.window,
+                                        park_unavailable=unavailable)
+            self.close_question = dialog
+            self.closeQuestionOpened.emit(dialog)
+            try:
+                choice = await dialog.ask()
+            finally:
+                self.close_question = None
+                dialog.deleteLater()
+            if choice is CloseChoice.CANCEL:
+                return False
+            if choice is CloseChoice.DENY_ALL:
+                await self._deny_all_on_close(turn)
+                return True
+            try:
+                await self.service.park(turn)
+            except REFUSALS as exc:
+                # The seam for other ways to keep a turn (a passphrase where no secure keyring
+                # exists): say why, and ask again without this choice.
+                log.info("parking on close failed: %s", type(exc).__name__)
+                unavailable = park_unavailable_reason(exc)
+                continue
+            self._after_park(turn)
+            return True
+
+    async def _deny_all_on_close(self, turn: Turn) -> None:
+        try:
+            await turn.deny_all_and_stop(self.actor)
+        except _DECISION_FAILURES as exc:
+            log.info("denying the waiting calls failed: %s", type(exc).__name__)
+            turn.cancel()
+            await turn.wait_cancelled()
 
     def prepare_to_close(self) -> None:
         """The window is closing: park a turn that waits for a decision, stop any other."""
@@ -609,14 +722,22 @@ class AssistantController(QObject):
 
     async def _park_replaced(self, turn: Turn) -> None:
         """Another document took the window's place while a turn waited: keep the turn for
-        later (it carries its own document, so nothing it committed is lost)."""
+        later (it carries its own document, so nothing it committed is lost). If it cannot be
+        kept, it is stopped and the pane says so: its calls are not run, never dropped
+        silently."""
         try:
             await self.service.park(turn)
             self.turnParked.emit(turn.run_id)
         except REFUSALS as exc:
-            log.warning("the waiting turn could not be parked: %s", type(exc).__name__)
+            log.info("the waiting turn could not be parked: %s", type(exc).__name__)
+            waiting = len(turn.pending())
             turn.cancel()
             await turn.wait_cancelled()
+            if not self._closed:
+                self.pane.set_notice(
+                    f"The turn that was waiting on the previous document could not be saved "
+                    f"for later ({park_unavailable_reason(exc)}), so it was stopped: its "
+                    f"{waiting} waiting call{'' if waiting == 1 else 's'} did not run.")
 
     def _on_document_documentChanged(self) -> None:
         self._seen_document = self.window.open_document.document
@@ -624,8 +745,16 @@ class AssistantController(QObject):
         turn = self.turn
         if self._view is not None and turn is not None and not turn.parked and \
                 turn.phase is TurnPhase.SETTLED:
-            # Edit > Redo can bring an undone turn back: show its calls as done again.
-            self._view.sync_calls(turn.state.calls, redone=self.turn_undoable())
+            # Edit > Redo can bring an undone turn back: show its calls as done again, and say
+            # so (the transcript must not keep saying they were undone).
+            redone = self.turn_undoable()
+            self._view.sync_calls(turn.state.calls, redone=redone)
+            said = self._view.outcome_label.text()
+            if redone and said == UNDONE_TEXT:
+                self._view.set_outcome(REDONE_TEXT)
+            elif not redone and said == REDONE_TEXT and \
+                    turn.undo_availability() is UndoAvailability.ALREADY_UNDONE:
+                self._view.set_outcome(UNDONE_TEXT)
 
     async def refresh_parked(self) -> list[RunInfo]:
         """Re-read the parked runs of the open document and show them in the pane."""
@@ -684,12 +813,18 @@ class AssistantController(QObject):
                    if p.decision is not None}
         undecided = [c for c in parked.pending() if c.id not in decided]
         if undecided:
-            views = await preview_calls(undecided, parked.document)
+            try:
+                declined = await self.service.declined(parked.document_path)
+            except REFUSALS:
+                declined = ()
+            backend = ParkedReview(undecided, parked.document, declined)
+            views = await backend.previews(frozenset())
             if self._closed:
                 return
-            dialog = ApprovalDialog(views, self.window, title="Decide the waiting changes",
-                                    intro="This turn was saved while waiting for you. Approve or "
-                                          "deny each change; once all are decided it continues.")
+            dialog = ReviewQueue(views, self.window, backend=backend,
+                                 title="Decide the waiting changes",
+                                 intro="This turn was saved while waiting for you. Approve or "
+                                       "deny each change; once all are decided it continues.")
             dialog.later_button.setText("Keep waiting")
             self.dialog = dialog
             self.approvalOpened.emit(dialog)
@@ -706,7 +841,7 @@ class AssistantController(QObject):
                         approve = step.kind != "deny"
                         await self.service.decide(run_id, call_id, approve=approve,
                                                   actor=self.actor,
-                                                  reason=None if approve else DENIED_IN_APP)
+                                                  reason=None if approve else step.reason)
             except _DECISION_FAILURES as exc:
                 if not self._closed:
                     self.pane.set_error(f"The decision could not be recorded: "
@@ -715,7 +850,7 @@ class AssistantController(QObject):
                 return
             if self._closed:
                 return
-            if outcome.end is not ApprovalEnd.DECIDED:
+            if outcome.end is not ReviewEnd.DECIDED:
                 await self.refresh_parked()
                 return
         await self.resume_parked(run_id)
@@ -765,6 +900,34 @@ class AssistantController(QObject):
 
         viewer = AuditViewer(self.service, self.window, self._spawn)
         await viewer.ask()
+
+
+def park_unavailable_reason(exc: BaseException) -> str:
+    """Why a turn cannot be kept for later, in one sentence ending with a full stop."""
+    text = failure_text(exc).rstrip()
+    return text if text.endswith(".") else text + "."
+
+
+def park_unavailable_text(exc: BaseException) -> str:
+    return PARK_UNAVAILABLE_TEXT.format(reason=park_unavailable_reason(exc))
+
+
+def stopped_text(state: TurnState) -> str:
+    """What a stopped turn kept: its committed changes, and what did not run."""
+    kept = [c for c in state.calls if c.status is CallStatus.SUCCEEDED
+            and c.effect is ToolEffect.MUTATE]
+    not_run = sum(1 for c in state.calls if c.status is CallStatus.NOT_RUN)
+    parts = ["Stopped."]
+    if kept:
+        parts.append(f"The {len(kept)} change{'' if len(kept) == 1 else 's'} already made "
+                     f"{'is' if len(kept) == 1 else 'are'} kept; Undo turn reverts "
+                     f"{'it' if len(kept) == 1 else 'them'}.")
+    else:
+        parts.append("Nothing in the document was changed.")
+    if not_run:
+        parts.append(f"{not_run} call{'' if not_run == 1 else 's'} did not run.")
+    parts.append("What the assistant wrote so far is kept.")
+    return " ".join(parts)
 
 
 _PHASE_TEXT = {

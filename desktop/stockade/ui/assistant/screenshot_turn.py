@@ -1,4 +1,4 @@
-"""The `--screenshot … --tab chat` turn: an offline review run to its first approval, synchronously."""
+"""The `--screenshot … --tab chat` turn: an offline review run to its review queue, synchronously."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QDialog, QMainWindow
 
 from stockade.assistant.config import TurnConfig, TurnOverrides
 from stockade.assistant.review import CallPreview
@@ -15,7 +15,6 @@ from stockade.assistant.service import AssistantService
 from stockade.loop.history import DocumentSession
 from stockade.loop.state import TurnState
 from stockade.settings import Settings
-from stockade.ui.assistant.approval_dialog import ApprovalDialog
 
 SCREENSHOT_PROMPT = "Review this model and propose the threats it is still missing."
 SCREENSHOT_TIMEOUT_S = 60
@@ -70,15 +69,15 @@ def run_screenshot_turn(history: DocumentSession, settings: Settings,
     return outcome[0] if outcome else None
 
 
-def embed_for_screenshot(dialog: ApprovalDialog, window: QMainWindow) -> None:
+def embed_for_screenshot(dialog: QDialog, window: QMainWindow) -> None:
     """Place the dialog inside the window as a child: the grab sees the window only."""
     dialog.setParent(window, Qt.WindowType.Widget)
-    dialog.setStyleSheet("#approvalDialog { background-color: palette(window); "
+    dialog.setStyleSheet(f"#{dialog.objectName()} {{ background-color: palette(window); "
                          "border: 2px solid #6b7280; }")
     dialog.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-    central = window.centralWidget()
-    area = central.geometry() if central is not None else window.rect()
-    width, height = min(640, area.width() - 40), min(600, area.height() - 40)
+    # Over the whole window, as a window-modal sheet would sit: the queue needs the width.
+    area = window.rect()
+    width, height = min(dialog.width(), area.width() - 40), min(dialog.height(), area.height() - 90)
     dialog.setGeometry(area.x() + (area.width() - width) // 2,
                        area.y() + (area.height() - height) // 2, width, height)
     dialog.raise_()

@@ -15,6 +15,7 @@ STATUS_TEXT: dict[str, str] = {
     "failed": "Failed",
     "denied": "Denied",
     "undone": "Undone",
+    "not_run": "Not run",
 }
 
 STATUS_COLOR: dict[str, str] = {
@@ -25,6 +26,7 @@ STATUS_COLOR: dict[str, str] = {
     "failed": "#b91c1c",
     "denied": "#6b7280",
     "undone": "#6b7280",
+    "not_run": "#6b7280",
 }
 
 
@@ -49,6 +51,7 @@ class ToolCallCard(QFrame):
         self.call_id = call_id
         self.tool_name = tool_name
         self._status = ""
+        self._note: str | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(2)
@@ -72,9 +75,15 @@ class ToolCallCard(QFrame):
     def status(self) -> str:
         return self._status
 
-    def set_status(self, status: str) -> None:
-        if status == self._status:
+    def set_summary(self, summary: str) -> None:
+        self.summary_label.setText(summary or "(no summary)")
+
+    def set_status(self, status: str, note: str | None = None) -> None:
+        """Show `status`; `note` qualifies it ("by policy", "edited by you")."""
+        if status == self._status and note == self._note:
             return
         self._status = status
-        self.status_label.setText(STATUS_TEXT.get(status, status))
+        self._note = note
+        text = STATUS_TEXT.get(status, status)
+        self.status_label.setText(f"{text} ({note})" if note else text)
         self.status_label.setStyleSheet(text_style(STATUS_COLOR.get(status, '#374151')))
