@@ -80,7 +80,7 @@ def validate_references(model: ThreatModel) -> None:
         raise ThfError.circular_group_nesting(cycle)
     # The read tools' first lookups start from these columns (see `thf.columns`).
     for section, section_columns in columns.items():
-        remember_columns(getattr(model, section), section_columns)
+        remember_columns(model, section, section_columns)
 
 
 REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {

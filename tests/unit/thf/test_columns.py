@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from stockade.thf import ThfError, read_text, validate_references
@@ -49,7 +52,21 @@ def test_at_most_the_bound_of_sections_is_kept() -> None:
     from stockade.thf import columns
 
     first = read_text(fixture_bytes("v1.0-canonical-full.thf"))
-    for _ in range(3):
-        read_text(fixture_bytes("v1.0-canonical-full.thf"))
+    later = [read_text(fixture_bytes("v1.0-canonical-full.thf")) for _ in range(3)]
     assert len(columns._kept) <= KEPT_SECTIONS
     assert columns_of(first.elements) is None
+    assert columns_of(later[-1].elements) is not None
+
+
+def test_kept_columns_never_keep_a_document_alive() -> None:
+    from stockade.thf import columns
+
+    forget_all()
+    model = read_text(fixture_bytes("v1.0-canonical-full.thf"))
+    alive = weakref.ref(model)
+    elements = weakref.ref(model.elements[0])
+    del model
+    gc.collect()
+    assert alive() is None and elements() is None
+    read_text(fixture_bytes("v1.0-minimal.thf"))  # the next remember drops the dead entries
+    assert len(columns._kept) == len(SECTION_NAMES)
