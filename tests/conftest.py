@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 from tests.helpers.memory_keyring import MemoryKeyring
+from tests.helpers.postgres import PostgresServer
 
 HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 # No deadlines: a loaded machine must not turn slowness into failure. `ci` prints the blob
@@ -30,6 +31,42 @@ def examples(count: int) -> int:
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="also run the long soak tests (marker `soak`; .ci/run turns it on)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "soak: a long concurrency soak (runs with --soak)")
+    config.addinivalue_line("markers", "postgres: needs the test PostgreSQL server")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the session, with the Stockade schema set up by its admin.
+
+    Started on first use (only the team-store tests pay for it), stopped at the end.
+    """
+    import psycopg
+
+    from stockade.store.postgres.team import set_up_schema
+    from tests.helpers.postgres import server_binaries, start_server
+
+    if server_binaries() is None:
+        message = ("PostgreSQL server binaries are not installed; tools/_setup.sh installs "
+                   "Debian's postgresql package")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    server = start_server()
+    try:
+        with psycopg.connect(server.admin_url, autocommit=True) as conn:
+            set_up_schema(conn)
+        yield server
+    finally:
+        server.stop()
 THF_FIXTURES = FIXTURES / "thf"
 
 
@@ -105,3 +142,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return gui_dir in Path(str(item.fspath)).parents
 
     items.sort(key=is_gui)  # stable: keeps the original order inside each group
+    if not config.getoption("--soak"):
+        skip = pytest.mark.skip(reason="a long soak: runs with --soak (.ci/run)")
+        for item in items:
+            if "soak" in item.keywords:
+                item.add_marker(skip)

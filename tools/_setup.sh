@@ -22,8 +22,10 @@ fi
 
 # Qt needs these shared libraries even offscreen; a fresh Debian machine may lack them.
 QT_DEBIAN_PACKAGES="libegl1 libgl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 fonts-dejavu-core"
-# node runs the peer harness's own drivers in the tests of `tools/bench peer`.
-TEST_DEBIAN_PACKAGES="nodejs"
+# node runs the peer harness's own drivers in the tests of `tools/bench peer`; postgresql
+# gives the team-store tests and `tools/bench governance` a real server (they initdb their own
+# into a temporary folder and stop it at the end; the package's own cluster is not used).
+TEST_DEBIAN_PACKAGES="nodejs postgresql"
 ensure_qt_libraries() {
   command -v dpkg-query >/dev/null 2>&1 || return 0
   local missing=()

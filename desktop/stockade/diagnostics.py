@@ -74,11 +74,17 @@ class AboutFacts:
     store: Path
     """The SQLite database holding the ledger, the audit trail and parked runs."""
     log_folder: Path
+    store_description: str = ""
+    """The store in use: the SQLite file, or the team's PostgreSQL database (team mode)."""
+    team_store: bool = False
 
 
 def about_facts() -> AboutFacts:
+    from stockade.settings import load_settings
     from stockade.store.database import database_path
+    from stockade.store.selection import configured_database_url, describe_configured
 
+    database_url = load_settings().database_url
     stamp = build_stamp()
     if stamp is None:
         build = "run from source (not a packaged build)"
@@ -93,6 +99,8 @@ def about_facts() -> AboutFacts:
         data_folder=data_dir(),
         store=database_path(),
         log_folder=log_folder(),
+        store_description=describe_configured(database_url),
+        team_store=configured_database_url(database_url) is not None,
     )
 
 
@@ -191,7 +199,7 @@ def diagnostics_report(toolkit: Mapping[str, str] | None = None,
     versions += [f"{name}: {value}" for name, value in (toolkit or {}).items()]
     sections.append(("versions", versions))
     sections.append(("folders", [f"data folder: {facts.data_folder}",
-                                 f"store: {_file_line(facts.store)}",
+                                 f"store: {facts.store_description if facts.team_store else _file_line(facts.store)}",
                                  f"log: {_file_line(log_file_path())}"]))
     sections.append(("keyring", _keyring_lines()))
     try:

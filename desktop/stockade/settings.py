@@ -131,6 +131,30 @@ class Settings(BaseModel):
     guard_policy: GuardPolicy = GuardPolicy.REDACT
     recent_files: list[str] = Field(default_factory=list)
     author_name: str = Field("", max_length=200)
+    parked_run_days: int = Field(30, gt=0, le=3650)
+    """Parked runs older than this are listed as expired and never resumed."""
+
+    database_url: str | None = Field(None, max_length=2000)
+    """Team mode: the team's PostgreSQL database (`postgresql://ROLE@HOST:PORT/DATABASE`, never
+    with a password); empty means the SQLite file in the data folder. `STOCKADE_DATABASE_URL`
+    wins over it."""
+
+    @property
+    def parked_run_ttl_ms(self) -> int:
+        return self.parked_run_days * 24 * 3600 * 1000
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from stockade.store.postgres.target import parse_database_url
+
+        try:
+            parse_database_url(value)
+        except Exception as exc:  # DatabaseUrlError: its text says what to do
+            raise ValueError(str(exc)) from None
+        return value.strip()
 
     @model_validator(mode="before")
     @classmethod

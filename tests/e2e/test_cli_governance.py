@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from stockade.assistant.service import AssistantService
 from tests.e2e.conftest import cli_env, run_cli, stockade_command
 from tests.helpers.cli import CliResult
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
@@ -102,27 +101,15 @@ def audit_kinds(stockade_home: Path, run_id: str) -> list[str]:
     return [kind for (kind,) in rows]
 
 
-def chain_verifies(stockade_home: Path) -> bool:
-    """`audit verify` in this process: the same check over the whole hash chain."""
-    from stockade.governance.trajectory import Trajectory
-    from stockade.store import open_database
-
-    db = open_database(db_path(stockade_home))
-    try:
-        return Trajectory(db).verify_chain().ok
-    finally:
-        db.close()
+def chain_verifies(env: dict[str, str]) -> bool:
+    """`stockade audit verify`: the keyed chain, its anchor and every run's events."""
+    return cli(env, "audit", "verify").returncode == 0
 
 
-def approve_in_this_process(stockade_home: Path, run_id: str, call_id: str) -> None:
-    """What `stockade runs approve` does, through the service (no keyring is needed)."""
-    import asyncio
-
-    service = AssistantService()
-    try:
-        assert asyncio.run(service.decide(run_id, call_id, approve=True, actor="ana"))
-    finally:
-        service.close()
+def approve(env: dict[str, str], run_id: str, call_id: str) -> None:
+    """`stockade runs approve` (the decision is authenticated with the run's snapshot key)."""
+    result = cli(env, "runs", "approve", run_id, call_id, "--actor", "ana")
+    assert result.returncode == 0, result.stderr
 
 
 def ledger_balanced(stockade_home: Path) -> bool:
@@ -291,7 +278,7 @@ def test_parked_run_is_approved_from_another_process_and_resumed(
     events = audit_kinds(stockade_home, run_id)
     assert events.count("tool.approved") == 1
     assert events[-1] == "run.finished" and "run.parked" in events and "run.resumed" in events
-    assert chain_verifies(stockade_home)
+    assert chain_verifies(env)
     assert ledger_balanced(stockade_home)
 
 
@@ -316,7 +303,7 @@ def test_resume_refuses_a_changed_document_a_missing_key_and_a_tampered_snapshot
     tmp_path: Path
 ) -> None:
     run_id = _park(server, env, model_file)["run_id"]
-    approve_in_this_process(stockade_home, run_id, "toolu_1")
+    approve(env, run_id, "toolu_1")
     server.script([Reply.sse(anthropic_sse(text="must not be asked", model=MODEL))])
 
     original = model_file.read_text()
@@ -352,7 +339,7 @@ def test_two_concurrent_resumes_run_the_turn_once(
     server: FakeProviderServer, env: dict[str, str], model_file: Path, stockade_home: Path
 ) -> None:
     run_id = _park(server, env, model_file)["run_id"]
-    approve_in_this_process(stockade_home, run_id, "toolu_1")
+    approve(env, run_id, "toolu_1")
     server.script(
         [
             Reply.sse(anthropic_sse(text="done", model=MODEL)),
@@ -392,7 +379,7 @@ def test_audit_verify_detects_a_tampered_trajectory(
         trail.append("run-t", EventKind.RUN_FINISHED, {"outcome": "completed"})
     finally:
         db.close()
-    assert chain_verifies(stockade_home)
+    assert chain_verifies(env)
     conn = sqlite3.connect(db_path(stockade_home))
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("UPDATE event SET payload = '{}' WHERE seq = 2")
@@ -449,10 +436,9 @@ def test_kill_9_mid_turn_leaves_a_consistent_database_and_an_interrupted_run(
     assert ledger_balanced(stockade_home)
     verify = cli(env, "audit", "verify")
     assert verify.returncode == 0, verify.stdout
-    events = [
-        json.loads(line)["kind"]
-        for line in cli(env, "audit", "export", runs[0]["run_id"]).stdout.splitlines()
-    ]
+    *lines, sealing = cli(env, "audit", "export", runs[0]["run_id"]).stdout.splitlines()
+    events = [json.loads(line)["kind"] for line in lines]
+    assert json.loads(sealing)["export"]["events"] == len(events)
     assert events[-1] == "run.interrupted"
     assert cli(env, "runs", "resume", runs[0]["run_id"]).returncode == 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from stockade.store.database import database_path
@@ -71,7 +72,20 @@ def test_an_offline_turn_appears_with_its_events_and_the_chain_verifies(
     assert "tool.approved" in kinds and "document.committed" in kinds
     assert kinds[-1] == "run.finished"
     viewer.events_table.selectRow(0)
-    assert '"hash": "sha256:' in viewer.payload_view.toPlainText()
+    assert '"hash": "hmac-sha256:' in viewer.payload_view.toPlainText()  # a keyed chain
+
+    # What each committed change did, opened from its sealed summary; who approved it.
+    summaries = {e.kind: viewer.events_table.item(i, 3).text()
+                 for i, e in enumerate(viewer.events)}
+    assert summaries["document.committed"].startswith("Added threat ")
+    assert summaries["tool.approved"].startswith("add_threat approved by user:")
+    committed = next(i for i, e in enumerate(viewer.events) if e.kind == "document.committed")
+    viewer.events_table.selectRow(committed)
+    assert '"changes": [' in viewer.payload_view.toPlainText()
+    # ... while the database itself holds no document text for it.
+    raw = database_path().read_bytes()
+    title = summaries["document.committed"].split("(", 1)[1].rstrip(")")
+    assert title.encode() not in raw
 
     viewer.verify_button.click()
     driver.qtbot.waitUntil(lambda: "intact" in viewer.result_label.text(), timeout=10_000)
@@ -100,8 +114,39 @@ def test_verify_names_the_first_event_that_was_changed(
     viewer.verify_button.click()
     driver.qtbot.waitUntil(lambda: "BROKEN" in viewer.result_label.text(), timeout=10_000)
     assert "event 3" in viewer.result_label.text()
+    # The broken event is selected and marked in its run's list.
+    driver.qtbot.waitUntil(lambda: bool(viewer.events_table.selectionModel().selectedRows()),
+                           timeout=10_000)
+    [row] = viewer.events_table.selectionModel().selectedRows()
+    assert viewer.events[row.row()].seq == 3
+    assert viewer.events_table.item(row.row(), 0).background().color().name() == "#fecaca"
     viewer.reject()
     driver.qtbot.waitUntil(task.done, timeout=10_000)
+
+
+def test_export_saves_a_trail_the_command_line_verifies(
+    driver: WindowDriver, tmp_path: Path
+) -> None:
+    from tests.helpers.cli import invoke
+
+    run_id = _offline_turn(driver, tmp_path)
+    viewer, task = _open_viewer(driver)
+    driver.qtbot.waitUntil(lambda: viewer.run_id == run_id and viewer.export_button.isEnabled(),
+                           timeout=10_000)
+    target = tmp_path / "trail.jsonl"
+    driver.prompts.save_paths.append(str(target))
+    viewer.export_button.click()
+    driver.qtbot.waitUntil(lambda: "Exported" in viewer.result_label.text(), timeout=10_000)
+    lines = target.read_text().splitlines()
+    assert any('"changes":["Added threat' in line for line in lines)
+    assert '"export":' in lines[-1]
+    viewer.reject()
+    driver.qtbot.waitUntil(task.done, timeout=10_000)
+    # `stockade audit verify --export` (its own asyncio loop: on a thread beside Qt's).
+    with ThreadPoolExecutor(1) as pool:
+        checked = pool.submit(invoke, "audit", "verify", "--export", target, "--json").result()
+    assert checked.returncode == 0, checked.stdout
+    assert '"keyed": true' in checked.stdout
 
 
 def test_the_viewer_says_so_when_there_is_no_audit_trail_yet(driver: WindowDriver) -> None:

@@ -97,8 +97,10 @@ def test_redo_after_undoing_a_turn_shows_its_calls_done_again(
     assert view is not None
 
     driver.window.undo_action.trigger()
-    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone", timeout=10_000)
-    assert view.outcome_label.text().startswith("These changes were undone")
+    # The cards follow the history at once; the line under them once the undo is on record.
+    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone"
+                           and view.outcome_label.text().startswith("These changes were undone"),
+                           timeout=10_000)
     driver.window.redo_action.trigger()
     assert driver.document is edited
     assert card_statuses(controller)["toolu_1"] == "succeeded"
@@ -106,8 +108,9 @@ def test_redo_after_undoing_a_turn_shows_its_calls_done_again(
     # The transcript follows the history: it no longer says the changes were undone.
     assert view.outcome_label.text() == "These changes were redone."
     driver.window.undo_action.trigger()
-    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone", timeout=10_000)
-    assert view.outcome_label.text().startswith("These changes were undone")
+    driver.qtbot.waitUntil(lambda: card_statuses(controller)["toolu_1"] == "undone"
+                           and view.outcome_label.text().startswith("These changes were undone"),
+                           timeout=10_000)
 
 
 def test_a_follow_up_turn_sends_the_earlier_conversation(

@@ -1,5 +1,5 @@
 """Decide later everywhere: closing with calls waiting always asks, nothing is dropped
-silently, a machine without a secure keyring is told why a turn cannot be kept, and one Undo
+silently, a machine without a secure keyring keeps a turn under a passphrase, and one Undo
 after a resume in another window reverts the whole turn."""
 
 from __future__ import annotations
@@ -130,9 +130,21 @@ def test_cancel_keeps_the_window_and_the_turn_then_decide_later_parks_it(
 
 
 @pytest.mark.usefixtures("no_secure_keyring")
-def test_without_a_secure_keyring_decide_later_says_why_and_closing_offers_the_rest(
+def test_without_a_secure_keyring_decide_later_asks_for_a_passphrase_and_closing_offers_the_rest(
     driver: WindowDriver, tmp_path: Path
 ) -> None:
+    from stockade.ui.assistant.passphrase_dialog import PassphraseDialog
+
+    def passphrase_dialog() -> PassphraseDialog:
+        def shown() -> PassphraseDialog | None:
+            found = driver.window.findChild(PassphraseDialog, "passphraseDialog")
+            return found if found is not None and found.isVisible() else None
+
+        driver.qtbot.waitUntil(lambda: shown() is not None, timeout=10_000)
+        found = shown()
+        assert found is not None
+        return found
+
     assert driver.open(copy_fixture(tmp_path))
     controller = assistant(driver)
     choose(controller, "offline", "stride-rules")
@@ -141,27 +153,28 @@ def test_without_a_secure_keyring_decide_later_says_why_and_closing_offers_the_r
     waiting = len(queue.rows)
     assert waiting > 0
     queue.later_button.click()
-    driver.qtbot.waitUntil(controller.pane.error_label.isVisible, timeout=10_000)
-    error = controller.pane.error_label.text()
-    assert error.startswith("Decide later is not available: no secure system keyring")
-    assert "use Review… to decide its calls now, or Stop" in error
-    assert "SealError" not in error
+    # No keyring to hold a key: the turn is sealed under a passphrase, asked for here.
+    asked = passphrase_dialog()
+    assert "no secure keyring" in asked.findChild(type(asked.error_label),
+                                                  "passphraseIntro").text()
+    asked.reject()  # not now
+    driver.qtbot.waitUntil(lambda: "still waiting" in controller.pane.notice_label.text(),
+                           timeout=10_000)
     turn = controller.turn
     assert turn is not None and turn.waiting and len(turn.pending()) == waiting
     assert controller.pane.review_button.isVisible()
 
-    # Closing asks; trying Decide later there fails the same way and is explained.
+    # Closing asks; Decide later asks for the passphrase again, and without one the question
+    # comes back with its other choices.
     driver.window.close()
     first = _question(driver, controller)
     first.park_button.click()
+    passphrase_dialog().reject()
     driver.qtbot.waitUntil(lambda: controller.close_question is not None
                            and controller.close_question is not first
                            and controller.close_question.isVisible(), timeout=10_000)
     second = controller.close_question
     assert second is not None
-    assert not second.park_button.isVisible()
-    assert second.unavailable_label.text().startswith(
-        "Decide later is not available: no secure system keyring")
     second.deny_button.click()
     driver.qtbot.waitUntil(lambda: not driver.window.isVisible(), timeout=10_000)
     assert {c.status for c in turn.state.calls} == {CallStatus.DENIED}

@@ -103,3 +103,13 @@ def test_copy_diagnostics_puts_a_masked_report_with_the_log_tail_on_the_clipboar
     assert lines[-1].endswith(f"invalid x-api-key: {REDACTED}")
     assert LEAKED_KEY not in report
     assert driver.window.statusBar().currentMessage() == COPIED_MESSAGE
+
+
+def test_about_names_the_team_database_in_team_mode(
+        driver: WindowDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STOCKADE_DATABASE_URL", "postgresql://ana@127.0.0.1:1/stockade")
+    dialog = _open_about(driver)
+    assert dialog.value("aboutStore") == \
+        "postgresql://ana@127.0.0.1:1/stockade (PostgreSQL, team mode)"
+    dialog.reject()
+    driver.qtbot.waitUntil(lambda: not dialog.isVisible())

@@ -21,7 +21,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -123,6 +123,7 @@ class _State:
     script: list[Reply] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
     hangups: int = 0
+    on_request: Callable[[RecordedRequest], None] | None = None
 
 
 _REASONS = {
@@ -201,10 +202,17 @@ class FakeProviderServer:
             self._state.script = list(replies)
             self._state.requests = []
             self._state.hangups = 0
+            self._state.on_request = None
 
     def add(self, *replies: Reply) -> None:
         with self._lock:
             self._state.script.extend(replies)
+
+    def on_request(self, callback: Callable[[RecordedRequest], None] | None) -> None:
+        """Call `callback(request)` when each request has arrived, before it is answered (a
+        test acts "while the model answers"); `script` clears it."""
+        with self._lock:
+            self._state.on_request = callback
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -267,6 +275,9 @@ class FakeProviderServer:
                 with self._lock:
                     self._state.requests.append(request)
                     reply = self._state.script.pop(0) if self._state.script else None
+                    hook = self._state.on_request
+                if hook is not None:
+                    hook(request)
                 if reply is None:
                     reply = Reply.status_reply(
                         500, {"error": {"type": "test_error", "message": "no scripted reply left"}}

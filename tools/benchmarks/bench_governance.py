@@ -1,10 +1,19 @@
-"""Governance benchmark: durable trajectory appends per second, and `audit verify` over 100k events.
+"""Governance benchmark: durable trajectory appends per second and `audit verify` over 100k
+events, on both stores, and reserve/settle round trips under 4 concurrent writers.
 
-Appends are measured the way the runner makes them: one event per `BEGIN IMMEDIATE`
-transaction, committed in WAL mode with `synchronous=NORMAL` (durable against an application
-crash). `run()` returns rows for the bench runner; `ratio` is target/value for the append rate
-and value/target for the verify time, so a ratio at or below 1 always means the target is met.
-`python tools/benchmarks/bench_governance.py` prints them.
+Appends are measured the way the runner makes them: one event per write transaction, on the
+keyed chain a user gets (HMAC-SHA-256 per event, the chain head rewritten in each
+transaction; the key comes from an in-memory stand-in for the keyring). On the SQLite file
+that is `BEGIN IMMEDIATE` in WAL mode with `synchronous=NORMAL` (durable against an
+application crash) and the head in a file beside it; on the team store it is one PostgreSQL
+transaction taking the team's row lock, the head in the team's `chain_anchor` row, against a server this benchmark starts itself (`initdb` in a temporary folder, the
+server's durable defaults: fsync and synchronous commit on), connected over a Unix socket as
+an analyst role of a team, so row-level security is in every statement. The round trips are
+4 processes of one team, each a reserve transaction then a settle transaction, with no limit
+in the way. `run()` returns rows for the bench runner; `ratio` is target/value for a rate and
+value/target for a time, so a ratio at or below 1 always means the target is met.
+`python tools/benchmarks/bench_governance.py` prints them. Without the PostgreSQL server
+binaries (Debian's `postgresql`) only the SQLite rows are printed.
 """
 
 from __future__ import annotations
@@ -12,10 +21,19 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+for _path in (str(ROOT), str(ROOT / "desktop")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 APPENDS = 2_000
 APPEND_RUNS = 5
@@ -23,6 +41,10 @@ VERIFY_EVENTS = 100_000
 VERIFY_RUNS = 3
 TARGET_APPENDS_PER_S = 1_000.0
 TARGET_VERIFY_S = 0.3
+WRITERS = 4
+ROUND_TRIP_SECONDS = 5.0
+# A team of 100 analysts each sending a request a second: a reserve and a settle apiece.
+TARGET_ROUND_TRIPS_PER_S = 100.0
 
 
 def _payload(i: int) -> dict[str, Any]:
@@ -30,13 +52,46 @@ def _payload(i: int) -> dict[str, Any]:
             "input_digest": "sha256:" + f"{i:064x}"}
 
 
-def _append_rate(folder: Path) -> float:
-    from stockade.governance.trajectory import EventKind, Trajectory
-    from stockade.store import open_database
+Opener = Callable[[], Any]
 
-    db = open_database(folder / "stockade.db")
+
+class _MemorySecrets:
+    """The keyring, in memory (the benchmark must not touch the real one)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def get_secret(self, name: str) -> str | None:
+        return self.items.get(name)
+
+    def set_secret(self, name: str, value: str) -> None:
+        self.items[name] = value
+
+
+def _keyed_trajectory(db: Any) -> Any:
+    """The trajectory as `Governance` builds it for this store, keyed."""
+    from stockade.governance.chain import AuditKeys
+    from stockade.governance.sealing import SnapshotKeys
+    from stockade.governance.teamchain import anchor_for, marker_for
+    from stockade.governance.teamkeys import TeamSnapshotKeys, new_team_key, team_key_name
+    from stockade.governance.trajectory import Trajectory
+
+    secrets = _MemorySecrets()
+    team = db.identity().team
+    keys = SnapshotKeys(secrets)
+    if team is not None:
+        secrets.set_secret(team_key_name(team), new_team_key())
+        keys = TeamSnapshotKeys(secrets, team)
+    return Trajectory(db, keys=AuditKeys(keys), anchor=anchor_for(db),
+                      marker=marker_for(db, secrets))
+
+
+def _append_rate(open_store: Opener) -> float:
+    from stockade.governance.trajectory import EventKind
+
+    db = open_store()
     try:
-        trajectory = Trajectory(db)
+        trajectory = _keyed_trajectory(db)
         started = time.perf_counter()
         for i in range(APPENDS):
             trajectory.append(f"run-{i // 50}", EventKind.TOOL_PROPOSED, _payload(i))
@@ -46,13 +101,12 @@ def _append_rate(folder: Path) -> float:
     return APPENDS / elapsed
 
 
-def _verify_seconds(folder: Path) -> tuple[float, int]:
-    from stockade.governance.trajectory import EventKind, Trajectory
-    from stockade.store import open_database
+def _verify_seconds(open_store: Opener) -> tuple[float, int]:
+    from stockade.governance.trajectory import EventKind
 
-    db = open_database(folder / "stockade.db")
+    db = open_store()
     try:
-        trajectory = Trajectory(db)
+        trajectory = _keyed_trajectory(db)
         batch = 10_000
         for start in range(0, VERIFY_EVENTS, batch):  # set-up only: big transactions
             with db.write() as conn:
@@ -73,26 +127,151 @@ def _verify_seconds(folder: Path) -> tuple[float, int]:
     return statistics.median(times), checked
 
 
-def run() -> list[dict[str, Any]]:
+def _sqlite(folder: Path) -> Opener:
+    def open_store() -> Any:
+        from stockade.store import open_database
+
+        return open_database(folder / "stockade.db")
+
+    return open_store
+
+
+def _round_trip_worker(url: str | None, folder: str, seconds: float) -> float:
+    """One writer's reserve+settle round trips per second (run in its own process)."""
+    from stockade.governance.ledger import CreditBudgets, Hold, Ledger
+
+    db = _open(url, Path(folder))
+    ledger = Ledger(db)
+    budgets = CreditBudgets(per_turn=10**12)
+    done = 0
+    run = f"bench-{os.getpid()}"
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        hold = ledger.reserve(run_id=run, provider="anthropic", model="m", credits=5,
+                              estimated=5, budgets=budgets)
+        assert isinstance(hold, Hold)
+        ledger.settle(hold.id, actual=3)
+        done += 1
+    rate = done / (time.perf_counter() - started)
+    db.close()
+    return rate
+
+
+def _open(url: str | None, folder: Path) -> Any:
+    if url is None:
+        from stockade.store import open_database
+
+        return open_database(folder / "stockade.db")
+    from stockade.store.postgres.database import open_postgres
+    from stockade.store.postgres.target import parse_database_url
+
+    return open_postgres(parse_database_url(url))
+
+
+def _round_trips(url: str | None, folder: Path) -> float:
+    """Reserve+settle round trips per second summed over WRITERS concurrent processes."""
+    _open(url, folder).close()  # create/migrate before the clock starts
+    procs = [subprocess.Popen(
+        [sys.executable, __file__, "--round-trip-worker", url or "", str(folder),
+         str(ROUND_TRIP_SECONDS)], stdout=subprocess.PIPE, text=True)
+        for _ in range(WRITERS)]
     rates = []
-    for _ in range(APPEND_RUNS):
-        with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
-            rates.append(_append_rate(Path(tmp)))
-    rate = statistics.median(rates)
-    with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
-        verify_s, checked = _verify_seconds(Path(tmp))
+    for proc in procs:
+        out, _err = proc.communicate(timeout=ROUND_TRIP_SECONDS + 120)
+        if proc.returncode != 0:
+            raise RuntimeError("a round-trip writer failed")
+        rates.append(float(out.strip().splitlines()[-1]))
+    return sum(rates)
+
+
+@contextmanager
+def _team_store() -> Iterator[tuple[Callable[[], str], Any] | None]:
+    """A durable PostgreSQL server with the schema; yields (new team's analyst URL, server)."""
+    from tests.helpers.postgres import running_server, server_binaries
+
+    if server_binaries() is None:
+        yield None
+        return
+    import psycopg
+
+    from stockade.store import MemberKind
+    from stockade.store.postgres.team import add_member, ensure_team, set_up_schema
+
+    with running_server(durable=True) as server:
+        with psycopg.connect(server.admin_url, autocommit=True) as conn:
+            set_up_schema(conn)
+        count = [0]
+
+        def new_team_url() -> str:
+            count[0] += 1
+            team, role = f"bench-{count[0]}", f"bench_analyst_{count[0]}"
+            with psycopg.connect(server.admin_url, autocommit=True) as conn:
+                ensure_team(conn, team)
+                add_member(conn, team, role, MemberKind.ANALYST)
+            return server.url(role, socket_path=True)
+
+        yield new_team_url, server
+
+
+def _rows(store: str, rate: float, verify_s: float, checked: int) -> list[dict[str, Any]]:
     return [
-        {"benchmark": "governance", "metric": "durable trajectory appends (median of "
-         f"{APPEND_RUNS} x {APPENDS}) [in-process, SQLite file]", "value": round(rate, 1),
+        {"benchmark": "governance", "metric": "durable keyed trajectory appends (median of "
+         f"{APPEND_RUNS} x {APPENDS}) [in-process, {store}]", "value": round(rate, 1),
          "unit": "appends/s",
          "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
-        {"benchmark": "governance", "metric": f"audit verify over {checked} events (median of "
-         f"{VERIFY_RUNS}) [in-process, SQLite file]", "value": round(verify_s, 3), "unit": "s",
+        {"benchmark": "governance", "metric": f"audit verify over {checked} keyed events (median of "
+         f"{VERIFY_RUNS}) [in-process, {store}]", "value": round(verify_s, 3), "unit": "s",
          "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
     ]
 
 
+def _round_trip_row(store: str, rate: float) -> dict[str, Any]:
+    return {"benchmark": "governance", "metric": f"reserve+settle round trips, {WRITERS} "
+            f"concurrent writers x {ROUND_TRIP_SECONDS:.0f} s [{WRITERS} processes, {store}]",
+            "value": round(rate, 1), "unit": "round trips/s",
+            "target": TARGET_ROUND_TRIPS_PER_S,
+            "ratio": round(TARGET_ROUND_TRIPS_PER_S / rate, 3)}
+
+
+def run() -> list[dict[str, Any]]:
+    rates = []
+    for _ in range(APPEND_RUNS):
+        with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+            rates.append(_append_rate(_sqlite(Path(tmp))))
+    with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+        verify_s, checked = _verify_seconds(_sqlite(Path(tmp)))
+    rows = _rows("SQLite file", statistics.median(rates), verify_s, checked)
+    with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+        sqlite_trips = _round_trips(None, Path(tmp))
+    with _team_store() as team:
+        if team is None:
+            print("governance: PostgreSQL server binaries not installed; team-store rows "
+                  "skipped", file=sys.stderr)
+            rows.append(_round_trip_row("SQLite file", sqlite_trips))
+            return rows
+        new_team_url, _server = team
+        from stockade.store.postgres.database import open_postgres
+        from stockade.store.postgres.target import parse_database_url
+
+        def team_opener() -> Opener:
+            url = new_team_url()
+            return lambda: open_postgres(parse_database_url(url))
+
+        pg_rates = [_append_rate(team_opener()) for _ in range(APPEND_RUNS)]
+        pg_verify, pg_checked = _verify_seconds(team_opener())
+        rows += _rows("PostgreSQL team store", statistics.median(pg_rates), pg_verify,
+                      pg_checked)
+        with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
+            pg_trips = _round_trips(new_team_url(), Path(tmp))
+    rows.append(_round_trip_row("SQLite file", sqlite_trips))
+    rows.append(_round_trip_row("PostgreSQL team store", pg_trips))
+    return rows
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--round-trip-worker"]:
+        print(_round_trip_worker(sys.argv[2] or None, sys.argv[3], float(sys.argv[4])))
+        raise SystemExit(0)
     os.environ.setdefault("STOCKADE_HOME", tempfile.mkdtemp(prefix="stockade-bench-home-"))
     for row in run():
         print(json.dumps(row))

@@ -6,7 +6,8 @@ import sqlite3
 
 from stockade.governance.pricebook import PriceBookError
 from stockade.governance.runstate import DocumentChanged
-from stockade.governance.sealing import SealError
+from stockade.governance.sealing import PassphraseRequired, SealError
+from stockade.governance.trajectory import TrajectoryError
 from stockade.loop.serialize import SnapshotError
 from stockade.store import ConflictError, NotFoundError, StoreError
 from stockade.store.database import as_store_error, database_path
@@ -18,10 +19,12 @@ class ParkUnavailable(Exception):
 
 REFUSALS: tuple[type[Exception], ...] = (
     StoreError, SealError, SnapshotError, PriceBookError, ParkUnavailable, sqlite3.DatabaseError,
+    TrajectoryError,
 )
 """Everything the service raises for a reason a user can act on. `ConflictError`,
 `NotFoundError` and `DocumentChanged` are `StoreError`s; a damaged database file surfaces as
-`sqlite3.DatabaseError` from a read (`failure_text` words it)."""
+`sqlite3.DatabaseError` from a read (`failure_text` words it); `TrajectoryError` says why the
+audit trail could not record a step (a keyed trail whose key is not available here)."""
 
 
 def failure_text(exc: BaseException) -> str:
@@ -37,6 +40,7 @@ __all__ = [
     "DocumentChanged",
     "NotFoundError",
     "ParkUnavailable",
+    "PassphraseRequired",
     "PriceBookError",
     "SealError",
     "SnapshotError",

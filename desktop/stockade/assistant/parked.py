@@ -54,6 +54,9 @@ class ParkedRun:
     """The document before the turn's first change (None in schema-1 snapshots)."""
     base_digest: str
     """The digest of the file at `document_path` when the run parked; a resume requires it."""
+    conflict_path: str | None = None
+    """Set when the turn's write-back found the file changed and saved its document here
+    instead: `base_digest` is then that document's, so the run continues only on it."""
 
     def pending(self) -> tuple[CallRecord, ...]:
         return self.state.pending_calls()
@@ -79,6 +82,7 @@ class ParkedRun:
             "document_before_turn": None if self.document_before_turn is None
             else _document_json(self.document_before_turn),
             "base_digest": self.base_digest,
+            "conflict_path": self.conflict_path,
         }
 
     @classmethod
@@ -143,6 +147,7 @@ def _from_current(data: Mapping[str, Any], registry: Any) -> ParkedRun:
         document=ThreatModel.model_validate(data["document"]),
         document_before_turn=None if before is None else ThreatModel.model_validate(before),
         base_digest=str(data["base_digest"]),
+        conflict_path=str(data["conflict_path"]) if data.get("conflict_path") else None,
     )
 
 

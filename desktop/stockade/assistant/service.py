@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 import os
 import sqlite3
 import uuid
@@ -30,9 +31,14 @@ from stockade.assistant.parked import ParkedRun
 from stockade.assistant.records import CallDecision, ParkedCall, RunDetails, RunInfo
 from stockade.assistant.review import preview_calls
 from stockade.assistant.turn import Turn
-from stockade.governance.guards import SecretGuard
+from stockade.governance.guards import SecretGuard, held_provider_keys
 from stockade.governance.hooks import GovernedHooks
-from stockade.governance.runstate import DocumentChanged, ResumeTicket
+from stockade.governance.runstate import (
+    DecisionRefused,
+    DocumentChanged,
+    PendingFacts,
+    ResumeTicket,
+)
 from stockade.governance.services import Governance, wall_clock_ms
 from stockade.governance.trajectory import (
     EventKind,
@@ -49,9 +55,9 @@ from stockade.protocol.declined import DeclinedProposal
 from stockade.protocol.endpoints import parse_endpoint
 from stockade.protocol.messages import Message
 from stockade.settings import Settings
-from stockade.store import StoreError
-from stockade.store.runs import Decision, PendingCallRow, RunStatus
-from stockade.thf.canonical import digest
+from stockade.store import StoreError, StoreIdentity
+from stockade.store.runs import Decision, PendingCallRow, RunRow, RunStatus
+from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.digest import document_digest, file_digest
 from stockade.thf.errors import SaveError, ThfError
 from stockade.thf.model import ThreatModel
@@ -121,13 +127,23 @@ class AssistantService:
         self._clock_ms = clock_ms
         self._registry: Any = None
         self._loading: asyncio.Future[Any] | None = None
+        # Runs whose write-back went to a conflict copy: a park then binds to that copy.
+        self._write_conflicts: dict[str, str] = {}
 
     def close(self) -> None:
         self.worker.close()
 
-    async def recover_interrupted(self) -> list[str]:
-        """Mark runs a crashed process left mid-step as interrupted (writing commands do this)."""
-        return await self.worker.call(lambda gov: gov.runs.recover_interrupted())
+    async def recover_interrupted(self, settings: Settings | None = None) -> list[str]:
+        """Mark runs a crashed process left mid-step as interrupted, and finish parked runs
+        past their expiry (writing commands do this)."""
+        ttl = (settings or Settings()).parked_run_ttl_ms
+
+        def recover(gov: Governance) -> list[str]:
+            recovered = gov.runs.recover_interrupted()
+            gov.runs.expire_parked(ttl)
+            return recovered
+
+        return await self.worker.call(recover)
 
     async def tools(self) -> Any:
         """The tool registry (built once, on the worker, with the provider SDKs imported)."""
@@ -179,7 +195,7 @@ class AssistantService:
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
         declined = await self.worker.call(lambda gov: memory.recall(gov, document_path))
         run_id = _new_run_id()
-        guard = SecretGuard(config.guard_policy)
+        guard = SecretGuard(config.guard_policy, await self.worker.run(held_provider_keys))
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
                               model=config.model, price=price, budgets=config.budgets,
                               guard=guard)
@@ -187,7 +203,7 @@ class AssistantService:
             self.provider_factory(config, document_session), registry, document_session,
             hooks=hooks, limits=config.limits, model=config.model,
             provider_name=config.provider.value, system_prompt=_system_prompt(registry, declined),
-            on_state=on_state, clock_ms=self._clock_ms)
+            on_state=on_state, clock_ms=self._clock_ms, input_screen=guard.screen_tool_input)
         document = document_session.document
         start_digest = document_digest(document)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
@@ -228,9 +244,11 @@ class AssistantService:
             base_count=turn.base_count, parked_at_ms=int(self._clock_ms()),
             waiting_since_ms=runner.waiting_since_ms, state=turn.state,
             document=turn.document_session.document,
-            document_before_turn=turn.document_before_turn, base_digest=base_digest)
+            document_before_turn=turn.document_before_turn, base_digest=base_digest,
+            conflict_path=self._write_conflicts.get(turn.run_id))
 
-    def _park_on_worker(self, turn: Turn) -> Callable[[Governance], None]:
+    def _park_on_worker(self, turn: Turn,
+                        passphrase: str | None = None) -> Callable[[Governance], None]:
         if not turn.waiting:
             raise ParkUnavailable(f"only a turn waiting for a decision can be saved for later "
                                   f"(this one is {turn.phase.value})")
@@ -238,29 +256,38 @@ class AssistantService:
         if path.startswith(UNSAVED_PREFIX):
             raise ParkUnavailable("Save the document first: a turn can only wait for later on a "
                                   "document that is saved in a file.")
-        pending = [PendingCallRow(c.id, i, c.tool_name, c.input_digest, c.destructive)
+        pending = [PendingCallRow(c.id, i, c.tool_name, c.input_digest, c.destructive,
+                                  c.iteration)
                    for i, c in enumerate(turn.pending())]
+        conflict = self._write_conflicts.get(turn.run_id)
 
         def park(gov: Governance) -> None:
-            try:
-                base = file_digest(path)
-            except ThfError as exc:
-                raise ParkUnavailable(f"the file {path} cannot be read as a model now "
-                                      f"({exc.message}); save the document again, then choose "
-                                      "Decide later") from None
+            if conflict is not None:
+                # The file changed under the turn and its work went to the conflict copy: the
+                # run continues only on that version (adopted as the file), never on the
+                # user's edit, which a resume would otherwise overwrite.
+                base = document_digest(turn.document_session.document)
+            else:
+                try:
+                    base = file_digest(path)
+                except ThfError as exc:
+                    raise ParkUnavailable(f"the file {path} cannot be read as a model now "
+                                          f"({exc.message}); save the document again, then "
+                                          "choose Decide later") from None
             parked = self._parked_record(turn, base)
             gov.runs.park(turn.run_id, snapshot=parked.to_json(), document_digest=base,
-                          pending=pending)
+                          pending=pending, passphrase=passphrase)
 
         return park
 
-    async def park(self, turn: Turn) -> None:
+    async def park(self, turn: Turn, *, passphrase: str | None = None) -> None:
         """Seal the waiting turn and store it (see the module's rule for the base document).
 
-        Raises `ParkUnavailable`, `SealError` (no usable keyring) or `StoreError`; the turn is
-        then still waiting, untouched, in memory.
+        Raises `ParkUnavailable`, `PassphraseRequired` (no secure keyring: ask for one and
+        call again with it), `SealError` or `StoreError`; the turn is then still waiting,
+        untouched, in memory.
         """
-        work = self._park_on_worker(turn)
+        work = self._park_on_worker(turn, passphrase)
         turn.parking = True
         try:
             await self.worker.call(work)
@@ -268,9 +295,9 @@ class AssistantService:
             turn.parking = False
         turn.parked = True
 
-    def park_blocking(self, turn: Turn) -> None:
+    def park_blocking(self, turn: Turn, *, passphrase: str | None = None) -> None:
         """`park`, waiting on the caller's thread (the app is closing; nothing else runs)."""
-        self.worker.call_blocking(self._park_on_worker(turn))
+        self.worker.call_blocking(self._park_on_worker(turn, passphrase))
         turn.parked = True
 
     async def finish_unparked(self, turn: Turn, reason: SettleReason) -> None:
@@ -282,12 +309,20 @@ class AssistantService:
     # -- parked runs ---------------------------------------------------------------------------
 
     async def list_runs(self, *, status: RunStatus | None = None,
-                        document_path: str | None = None) -> list[RunInfo]:
-        """Runs, newest first, with the pending calls of the parked ones (nothing decrypted)."""
+                        document_path: str | None = None,
+                        settings: Settings | None = None) -> list[RunInfo]:
+        """Runs, newest first, with the pending calls of the parked ones (nothing decrypted);
+        a parked run past its expiry is listed as expired."""
+
+        cutoff = int(self._clock_ms()) - (settings or Settings()).parked_run_ttl_ms
+        stored = None if status is RunStatus.EXPIRED else status
 
         def read(gov: Governance) -> list[RunInfo]:
             out = []
-            for row in gov.runs.list_runs(status=status, document_path=document_path):
+            for row in gov.runs.list_runs(status=stored, document_path=document_path):
+                row = _shown(row, cutoff)
+                if status is RunStatus.EXPIRED and row.status is not RunStatus.EXPIRED:
+                    continue
                 pending: tuple[ParkedCall, ...] = ()
                 if row.status is RunStatus.PARKED:
                     decided = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
@@ -303,12 +338,17 @@ class AssistantService:
         return await self.worker.read_if_present(
             lambda gov: memory.recall(gov, document_path)) or ()
 
-    async def list_parked(self, document_path: str | None = None) -> list[RunInfo]:
-        """Parked runs (optionally of one document); an absent database means none."""
+    async def list_parked(self, document_path: str | None = None, *,
+                          settings: Settings | None = None) -> list[RunInfo]:
+        """Parked runs that can still be resumed (optionally of one document); an absent
+        database means none."""
+        cutoff = int(self._clock_ms()) - (settings or Settings()).parked_run_ttl_ms
 
         def read(gov: Governance) -> list[RunInfo]:
             out = []
             for row in gov.runs.list_runs(status=RunStatus.PARKED, document_path=document_path):
+                if _shown(row, cutoff).status is RunStatus.EXPIRED:
+                    continue
                 decided = {d.call_id: d for d in gov.runs.decisions(row.run_id)}
                 out.append(RunInfo.of(row, tuple(ParkedCall.of(p, decided.get(p.call_id))
                                                  for p in gov.runs.pending_calls(row.run_id))))
@@ -316,10 +356,12 @@ class AssistantService:
 
         return await self.worker.read_if_present(read) or []
 
-    async def open_parked(self, run_id: str) -> ParkedRun:
-        """Decrypt and check a parked run (store, keyring, seal and layout errors raise)."""
+    async def open_parked(self, run_id: str, *, passphrase: str | None = None) -> ParkedRun:
+        """Decrypt and check a parked run (store, keyring, seal and layout errors raise;
+        `PassphraseRequired` when it is sealed under a passphrase not given yet)."""
         registry = await self.tools()
-        data = await self.worker.call(lambda gov: gov.runs.open_snapshot(run_id))
+        data = await self.worker.call(
+            lambda gov: gov.runs.open_snapshot(run_id, passphrase=passphrase))
         return ParkedRun.from_json(data, registry, run_id=run_id)
 
     async def run_info(self, run_id: str) -> tuple[RunInfo, tuple[CallDecision, ...]]:
@@ -335,24 +377,36 @@ class AssistantService:
 
         return await self.worker.call(read)
 
-    async def show_run(self, run_id: str) -> RunDetails:
+    async def show_run(self, run_id: str, *, passphrase: str | None = None) -> RunDetails:
         """One run with its decisions and, if parked, what each undecided call would change
         (marked when the user declined the same proposal in an earlier turn)."""
         info, decisions = await self.run_info(run_id)
         previews: tuple[Any, ...] = ()
         if info.status is RunStatus.PARKED:
-            parked = await self.open_parked(run_id)
+            parked = await self.open_parked(run_id, passphrase=passphrase)
             declined = await self.declined(parked.document_path)
             previews = tuple(await preview_calls(parked.pending(), parked.document,
                                                  declined=declined))
         return RunDetails(info, decisions, previews)
 
     async def decide(self, run_id: str, call_id: str, *, approve: bool, actor: str,
-                     reason: str | None = None) -> bool:
-        """Approve or deny one call of a parked run; False when it was already so decided."""
+                     reason: str | None = None, passphrase: str | None = None) -> bool:
+        """Approve or deny one call of a parked run; False when it was already so decided.
+
+        The decision is bound to the call as the sealed snapshot states it (tool, input digest,
+        iteration), so the snapshot is opened first (`PassphraseRequired` without a keyring).
+        """
         decision = Decision.APPROVED if approve else Decision.DENIED
+        expected: PendingFacts | None = None
+        status = (await self.worker.call(lambda gov: gov.runs.get(run_id))).status
+        if status is RunStatus.PARKED:
+            parked = await self.open_parked(run_id, passphrase=passphrase)
+            call = next((c for c in parked.pending() if c.id == call_id), None)
+            if call is not None:
+                expected = PendingFacts(call.tool_name, call.input_digest, call.iteration)
         outcome = await self.worker.call(
-            lambda gov: gov.runs.decide(run_id, call_id, decision, actor, reason))
+            lambda gov: gov.runs.decide(run_id, call_id, decision, actor, reason,
+                                        passphrase=passphrase, expected=expected))
         return not outcome.already_recorded
 
     # -- resuming ------------------------------------------------------------------------------
@@ -361,7 +415,8 @@ class AssistantService:
                      document_session: DocumentSession | None = None,
                      base_url: str | None = None,
                      on_state: StateObserver | None = None,
-                     write_back: bool | None = None) -> Turn:
+                     write_back: bool | None = None,
+                     passphrase: str | None = None) -> Turn:
         """Check, claim and continue a decided parked run; returns it at its next rest point.
 
         `document_session` is the open document to continue in (the app); without one the file
@@ -370,8 +425,11 @@ class AssistantService:
         Everything that can refuse runs before the claim, so a refusal leaves the run parked.
         """
         registry = await self.tools()
-        ticket: ResumeTicket = await self.worker.call(lambda gov: gov.runs.prepare_resume(run_id))
+        ttl = settings.parked_run_ttl_ms
+        ticket: ResumeTicket = await self.worker.call(
+            lambda gov: gov.runs.prepare_resume(run_id, passphrase=passphrase, ttl_ms=ttl))
         parked = ParkedRun.from_json(ticket.snapshot, registry, run_id=run_id)
+        _check_decisions_cover(run_id, parked, ticket)
         path = parked.document_path
 
         def current_digest() -> str:
@@ -383,6 +441,11 @@ class AssistantService:
                                       "it") from None
 
         if await self.worker.run(current_digest) != parked.base_digest:
+            if parked.conflict_path is not None:
+                raise DocumentChanged(
+                    f"run {run_id} was parked after {path} changed under it; its work is in "
+                    f"{parked.conflict_path}. To continue it, put that file in place of {path} "
+                    "(or merge your edits into it), then resume")
             raise DocumentChanged(f"the document {path} changed since run {run_id} was parked; "
                                   "the run cannot be resumed against it")
         if document_session is None:
@@ -405,7 +468,7 @@ class AssistantService:
         price = await self.worker.call(
             lambda gov: gov.price_book.price_for(config.provider.value, config.model))
         declined = await self.worker.call(lambda gov: memory.recall(gov, path))
-        guard = SecretGuard(config.guard_policy)
+        guard = SecretGuard(config.guard_policy, await self.worker.run(held_provider_keys))
         hooks = GovernedHooks(self.worker, run_id, provider=config.provider.value,
                               model=config.model, price=price, budgets=config.budgets,
                               guard=guard, prerecorded_decisions=[d.call_id for d in
@@ -426,7 +489,7 @@ class AssistantService:
             parked.state, provider, document_session, waiting_since_ms=parked.waiting_since_ms,
             undo_entry=undo_entry, hooks=hooks, model=config.model,
             provider_name=config.provider.value, system_prompt=_system_prompt(registry, declined),
-            on_state=on_state, clock_ms=clock)
+            on_state=on_state, clock_ms=clock, input_screen=guard.screen_tool_input)
         turn = Turn(run_id=run_id, config=config, runner=runner, hooks=hooks, guard=guard,
                     worker=self.worker, document_path=path, base_count=parked.base_count,
                     document_before_turn=parked.document_before_turn,
@@ -451,6 +514,10 @@ class AssistantService:
         await turn.rest(state)
         return turn
 
+    async def store_identity(self) -> StoreIdentity:
+        """Which store governance uses (the SQLite file, or the team database and our role)."""
+        return await self.worker.call(lambda gov: gov.identity)
+
     # -- the audit trail -----------------------------------------------------------------------
 
     # Reads never create the database: looking at an empty data folder leaves it empty.
@@ -460,13 +527,45 @@ class AssistantService:
         result = await self.worker.read_if_present(lambda gov: gov.trajectory.verify_chain())
         return result if result is not None else VerifyResult(ok=True, checked=0)
 
+    async def verify_audit_export(self, lines: Sequence[str]) -> VerifyResult:
+        """Check an exported run against the head sealed into it (`audit verify --export`)."""
+
+        from stockade.governance.services import machine_audit_key, store_database_url
+        from stockade.governance.trajectory import verify_export_lines
+
+        if await self.worker.run(store_database_url) is not None:
+            # Team mode: the trail is keyed by the team's key, which the team store names.
+            key = await self.worker.call(lambda gov: gov.trajectory.existing_key())
+            return await self.worker.run(lambda: verify_export_lines(lines, key))
+        return await self.worker.run(lambda: verify_export_lines(lines, machine_audit_key()))
+
     async def audit_events(self, run_id: str) -> list[TrajectoryEvent]:
         return await self.worker.read_if_present(lambda gov: gov.trajectory.events(run_id)) or []
 
     async def export_audit(self, run_id: str) -> list[str]:
-        """One run's events as JSON lines (empty when the run has none)."""
-        return await self.worker.read_if_present(
-            lambda gov: list(gov.trajectory.export_lines(run_id))) or []
+        """One run's events as JSON lines, then the line sealing them with the chain head
+        (empty when the run has none). Each `document.committed` line also carries what the
+        change did (`changes`), opened from its sealed summary where this machine can."""
+
+        def export(gov: Governance) -> list[str]:
+            lines = list(gov.trajectory.export_lines(run_id))
+            summaries = _change_summaries(gov, run_id)
+            if not summaries:
+                return lines
+            out = []
+            for line in lines:
+                item = json.loads(line)
+                if item.get("seq") in summaries:
+                    item["changes"] = summaries[item["seq"]]
+                out.append(canonical_json(item))
+            return out
+
+        return await self.worker.read_if_present(export) or []
+
+    async def change_summaries(self, run_id: str) -> dict[int, list[str]]:
+        """{event seq: what the change did} for a run's commits whose summaries open here."""
+        return await self.worker.read_if_present(lambda gov: _change_summaries(gov, run_id)) \
+            or {}
 
     async def wallet_spend(self) -> tuple[int, int]:
         """Credits committed today and this month (open holds in full)."""
@@ -508,9 +607,12 @@ class AssistantService:
             return WriteBack(conflict is None, path, conflict)
 
         try:
-            return await self.worker.call(write)
+            result = await self.worker.call(write)
         except (StoreError, sqlite3.Error, TrajectoryError) as exc:
             return WriteBack(False, path, None, f"the write could not be recorded ({exc})")
+        if result.conflict_path is not None:
+            self._write_conflicts[turn.run_id] = result.conflict_path
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,6 +647,46 @@ def _restore_plan(parked: ParkedRun, session: DocumentSession) -> _RestorePlan |
                               "know, and it can only continue on the file as it was saved; "
                               "reopen the file (discarding those changes) to continue it")
     return _RestorePlan(parked.document, True)
+
+
+def _change_summaries(gov: Governance, run_id: str) -> dict[int, list[str]]:
+    from stockade.governance.changes import open_changes
+    from stockade.store.events import change_summaries
+
+    sealed = change_summaries(gov.db.read(), run_id)
+    master = gov.keys.existing_or_none() if gov.keys is not None and sealed else None
+    if master is None:
+        return {}
+    out: dict[int, list[str]] = {}
+    for seq, blob in sealed.items():
+        event = gov.trajectory.event(seq)
+        lines = open_changes(master, event, blob) if event is not None else None
+        if lines is not None:
+            out[seq] = lines
+    return out
+
+
+def _shown(row: RunRow, cutoff_ms: int) -> RunRow:
+    """A run as listed: parked past its expiry, or finished because it expired, is expired."""
+    if (row.status is RunStatus.PARKED and not row.claimed and row.updated_ms < cutoff_ms) or \
+            (row.status is RunStatus.FINISHED and row.outcome == "expired"):
+        return dataclasses.replace(row, status=RunStatus.EXPIRED)
+    return row
+
+
+def _check_decisions_cover(run_id: str, parked: ParkedRun, ticket: ResumeTicket) -> None:
+    """Every call the sealed snapshot waits on needs a verified decision for exactly its input
+    digest and iteration (the plaintext pending-call list may have been altered)."""
+    decided = {d.call_id: d for d in ticket.decisions}
+    for call in parked.pending():
+        row = decided.get(call.id)
+        if row is None:
+            raise DecisionRefused(f"run {run_id} waits on call {call.id}, which has no "
+                                  "authenticated decision; nothing was run")
+        if row.input_digest != call.input_digest or row.iteration != call.iteration:
+            raise DecisionRefused(
+                f"the decision on call {call.id} of run {run_id} was made for another input or "
+                "step than the call waiting in the sealed snapshot; nothing was run")
 
 
 def _conflict_path(path: str) -> str:

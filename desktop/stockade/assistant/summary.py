@@ -101,6 +101,8 @@ class TurnSummary:
     document_written: bool = False
     pending: tuple[PendingLine, ...] = field(default_factory=tuple)
     error: str | None = None
+    credits_over_reservation: int = 0
+    """Credits the provider's usage cost above what was reserved (flagged in the audit too)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,7 @@ class TurnSummary:
             "text": self.text, "notice": self.notice,
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
             "credits_spent": self.credits_spent,
+            "credits_over_reservation": self.credits_over_reservation,
             "document": {"path": self.document_path, "digest": self.document_digest,
                          "written": self.document_written},
             "pending": [p.to_json() for p in self.pending], "error": self.error,
@@ -123,4 +126,7 @@ class TurnSummary:
         if self.last_reserved is not None:
             text += (f" (last request reserved {self.last_reserved}, "
                      f"estimated {self.last_estimated})")
+        if self.credits_over_reservation:
+            text += (f" · {self.credits_over_reservation} credits above what was reserved: the "
+                     "provider reported more usage than a request could cost")
         return text

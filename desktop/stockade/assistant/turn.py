@@ -321,11 +321,12 @@ class Turn:
         state = self.state
         run_id = self.run_id
 
-        def read(gov: Governance) -> tuple[tuple[int, int, int], int, tuple[int, int] | None]:
+        def read(gov: Governance) -> tuple[tuple[int, int, int], int, tuple[int, int] | None,
+                                           int]:
             return (gov.ledger.usage_for_run(run_id), gov.ledger.spent_for_run(run_id),
-                    gov.ledger.last_reservation(run_id))
+                    gov.ledger.last_reservation(run_id), gov.ledger.totals(run_id).overrun)
 
-        (tokens_in, tokens_out, _cached), spent, last = await self._worker.call(read)
+        (tokens_in, tokens_out, _cached), spent, last, overrun = await self._worker.call(read)
         outcome = outcome_of(state, parked=self.parked)
         reason = "approval" if outcome is RunOutcome.PARKED else (
             state.reason if state.phase is TurnPhase.SETTLED else None)
@@ -345,4 +346,5 @@ class Turn:
                                       c.input_digest)
                           for c in state.calls if c.status is CallStatus.PENDING),
             error=state.error.message if state.error is not None else None,
+            credits_over_reservation=overrun,
         )

@@ -35,6 +35,8 @@ from stockade.cli.common import (
     load_document,
     print_error,
     print_json,
+    say,
+    with_passphrase,
 )
 from stockade.loop.history import DocumentSession
 from stockade.loop.reasons import SettleReason
@@ -122,7 +124,7 @@ async def _assist(args: argparse.Namespace, config: TurnConfig, document: Any, p
                   shown: str) -> int:
     service = AssistantService()
     try:
-        await service.recover_interrupted()
+        await service.recover_interrupted(load_settings_for_command())
         try:
             turn = await service.start_turn(config, DocumentSession(document), document_path=path,
                                             prompt=args.prompt, write_back=args.write)
@@ -161,7 +163,8 @@ async def conclude(service: AssistantService, turn: Turn, *,
                         f"{result.error}")
     if turn.waiting:
         try:
-            await service.park(turn)
+            await with_passphrase(lambda passphrase: service.park(turn, passphrase=passphrase),
+                                  confirm=True)
         except (ParkUnavailable, SealError) as exc:
             await service.finish_unparked(turn, SettleReason.PARK_UNAVAILABLE)
             print_error(f"the run could not be parked: {exc}")
@@ -182,25 +185,29 @@ def print_summary(summary: TurnSummary, as_json: bool) -> None:
     line = f"run {summary.run_id}: {summary.outcome.value}"
     if summary.reason and summary.outcome is not RunOutcome.PARKED:
         line += f" ({summary.reason})"
-    print(line)
+    say(line)
     if summary.text:
-        print(summary.text)
+        say(summary.text)
     if summary.notice and summary.outcome is not RunOutcome.COMPLETED:
-        print(summary.notice)
+        say(summary.notice)
     if summary.error:
-        print(summary.error)
+        say(summary.error)
     for call in summary.calls:
         denial = f", {call.denial}" if call.denial else ""
-        print(f"  call {call.id}: {call.tool} {call.status.value}{denial}")
-    print(f"credits spent: {summary.credits_spent} (tokens in {summary.input_tokens}, "
-          f"out {summary.output_tokens})")
+        say(f"  call {call.id}: {call.tool} {call.status.value}{denial}")
+    say(f"credits spent: {summary.credits_spent} (tokens in {summary.input_tokens}, "
+        f"out {summary.output_tokens})")
+    if summary.credits_over_reservation:
+        say(f"warning: {summary.credits_over_reservation} of those credits are above what was "
+            "reserved; the provider reported more usage than a request could cost (see "
+            f"'stockade audit export {summary.run_id}')")
     if summary.document_written:
-        print(f"saved {summary.document_path}")
+        say(f"saved {summary.document_path}")
     if summary.outcome is RunOutcome.PARKED:
-        print(f"waiting for a decision on {len(summary.pending)} call(s):")
+        say(f"waiting for a decision on {len(summary.pending)} call(s):")
         for waiting in summary.pending:
             mark = " [destructive]" if waiting.destructive else ""
-            print(f"  {waiting.id}: {waiting.summary}{mark}")
-        print(f"decide with 'stockade runs approve|deny {summary.run_id} CALL --actor NAME', "
-              f"then 'stockade runs resume {summary.run_id}'"
-              + ("" if summary.document_written else " (add --write to save the changes)"))
+            say(f"  {waiting.id}: {waiting.summary}{mark}")
+        say(f"decide with 'stockade runs approve|deny {summary.run_id} CALL --actor NAME', "
+            f"then 'stockade runs resume {summary.run_id}'"
+            + ("" if summary.document_written else " (add --write to save the changes)"))

@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from stockade.thf.errors import CompatibilityWarning
     from stockade.thf.model import ThreatModel
+
+
+T = TypeVar("T")
 
 
 class ExitCode(IntEnum):
@@ -40,16 +45,60 @@ class CliArgumentParser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.USAGE)
 
 
+# What a terminal would act on instead of showing: C0 controls except line feed and tab (ESC
+# starts CSI/OSC sequences that retitle the window, plant hyperlinks or hide text; CR rewrites
+# the line), DEL, C1 controls (8-bit CSI/OSC), bidi controls (reorder what is shown), the
+# Unicode line and paragraph separators, and lone surrogates (unprintable).
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+    "\u2028\u2029\ud800-\udfff]")
+# In JSON text every string is quoted and C0 controls are already escaped by `json.dumps`; the
+# rest of the set above may appear raw, so it is written as `\uXXXX` (the same JSON value).
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """`text` safe to print: every control a terminal would act on is shown escaped
+    (`\\x1b`, `\\u202e`); line feeds and tabs stay as they are."""
+    return _TERMINAL_UNSAFE.sub(_escape, text)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """`value` as exact JSON that is also safe in a terminal (see `_JSON_UNSAFE`)."""
+    if indent is None:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    else:
+        text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def json_line(text: str) -> str:
+    """A line of JSON text made terminal-safe without changing the value it encodes."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def say(text: str = "", stream: TextIO | None = None) -> None:
+    """Print one line of human output, with model- and document-derived controls escaped."""
+    out = stream if stream is not None else sys.stdout
+    out.write(terminal_text(text) + "\n")
+
+
 def print_json(value: Any, stream: TextIO | None = None) -> None:
     """Print one JSON document (the `--json` output of a subcommand) followed by a newline."""
     out = stream if stream is not None else sys.stdout
-    out.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    out.write(json_text(value) + "\n")
     out.flush()
 
 
 def print_error(message: str) -> None:
     """Print one plain error line on stderr, prefixed with the program name."""
-    print(f"stockade: {message}", file=sys.stderr)
+    print(f"stockade: {terminal_text(message)}", file=sys.stderr)
 
 
 def plural(n: int, noun: str) -> str:
@@ -153,3 +202,34 @@ def _foreign_hint(path: Path) -> str | None:
         return None
     found = foreign_file_hint(raw, path.name)
     return found[1] if found is not None else None
+
+
+PASSPHRASE_PROMPT = "Passphrase for parked runs (there is no secure keyring here): "
+
+
+def ask_passphrase(*, confirm: bool) -> str | None:
+    """Ask at a hidden prompt when stdin is a terminal (else None: nobody to ask)."""
+    if not sys.stdin.isatty():
+        return None
+    import getpass
+
+    first = getpass.getpass(PASSPHRASE_PROMPT, stream=sys.stderr)
+    if confirm and getpass.getpass("Repeat the passphrase: ", stream=sys.stderr) != first:
+        raise UsageError("the two passphrases differ; nothing was sealed")
+    return first
+
+
+async def with_passphrase(work: Callable[[str | None], Awaitable[T]], *,
+                          confirm: bool = False) -> T:
+    """`work(None)`; if it needs a passphrase (no secure keyring, and no
+    `STOCKADE_SNAPSHOT_PASSPHRASE`), ask for one at a hidden prompt and run `work` with it."""
+    from stockade.assistant.errors import PassphraseRequired
+
+    try:
+        return await work(None)
+    except PassphraseRequired as exc:
+        passphrase = ask_passphrase(confirm=confirm)
+        if passphrase is None:
+            raise PassphraseRequired(f"{exc} — set STOCKADE_SNAPSHOT_PASSPHRASE, or run the "
+                                     "command in a terminal to be asked for it") from None
+    return await work(passphrase)

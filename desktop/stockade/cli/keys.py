@@ -77,13 +77,43 @@ def add_parser(subparsers: Any) -> None:
     delete_parser.add_argument("provider", metavar="PROVIDER", help=", ".join(PROVIDERS))
     delete_parser.add_argument("--json", action="store_true", help="print one JSON document")
 
+    team_key = actions.add_parser(
+        "import-team-key",
+        help="import a team's snapshot key (from the administrator, out of band)",
+        description=(
+            "Save TEAM's snapshot key in the system keyring, so this machine can seal, show "
+            "and resume the team's parked runs. The key (base64 of 32 bytes) is read from a "
+            "hidden prompt on a terminal or the first line of stdin, never the command line. "
+            "With --generate a new key is made, saved and printed once for the "
+            "administrator to hand out."),
+    )
+    team_key.add_argument("team", metavar="TEAM", help="the team id")
+    team_key.add_argument("--generate", action="store_true",
+                          help="make a new team key, save it and print it once")
+    team_key.add_argument("--json", action="store_true", help="print one JSON document")
+
+    db_password = actions.add_parser(
+        "set-database-password",
+        help="save your team database role's password in the keyring",
+        description=(
+            "Save the password of the role in the team database URL (--database-url, else "
+            "STOCKADE_DATABASE_URL, else settings) in the system keyring; read from a hidden "
+            "prompt or the first line of stdin. A libpq service file or PGPASSFILE work too."),
+    )
+    db_password.add_argument("--database-url", metavar="URL", help="the team database")
+    db_password.add_argument("--json", action="store_true", help="print one JSON document")
+
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one `keys` action; returns the exit code."""
-    admin = KeyStore().admin()
     action = args.keys_action
+    if action == "import-team-key":
+        return _import_team_key(KeyStore(), args)
+    if action == "set-database-password":
+        return _set_database_password(KeyStore(), args)
+    admin = KeyStore().admin()
     if action == "set":
         return _set(admin, args)
     if action == "status":
@@ -258,4 +288,90 @@ def _delete(admin: KeyAdmin, args: argparse.Namespace) -> int:
             print(f"There was no saved {provider} key to remove.")
         if note:
             print(f"Note: {note}")
+    return ExitCode.OK
+
+
+def _read_secret(prompt: str) -> str:
+    if sys.stdin is None:
+        return ""
+    if sys.stdin.isatty():
+        try:
+            return getpass.getpass(prompt)
+        except EOFError:
+            return ""
+    return sys.stdin.readline()
+
+
+def _secure_or_refuse(store: KeyStore, args: argparse.Namespace, what: str) -> int | None:
+    status = store.status()
+    if status.is_secure:
+        return None
+    message = (f"No secure system keyring is available, so {what} was not saved (it would be "
+               "forgotten as soon as this command ends).")
+    if args.json:
+        print_json({"saved": False, "error": message, "keyring": _keyring_json(status)})
+    else:
+        print_error(f"keys: {message}")
+    return ExitCode.FAILED
+
+
+def _import_team_key(store: KeyStore, args: argparse.Namespace) -> int:
+    from stockade.governance.sealing import SealError
+    from stockade.governance.teamkeys import decode_team_key, new_team_key, team_key_name
+
+    try:
+        name = team_key_name(args.team)
+    except ValueError:
+        raise UsageError(f"keys import-team-key: {cap_utf16(mask_keys(args.team), 40)!r} is "
+                         "not a team id") from None
+    refused = _secure_or_refuse(store, args, f"team {args.team}'s key")
+    if refused is not None:
+        return refused
+    text = new_team_key() if args.generate else _read_secret(
+        f"Snapshot key of team {args.team} (base64, input is hidden): ").strip()
+    try:
+        decode_team_key(text)
+    except SealError as exc:
+        raise UsageError(f"keys import-team-key: {exc}") from None
+    try:
+        store.set_secret(name, text)
+    except SecretsError as exc:
+        print_error(f"keys: {exc}")
+        return ExitCode.FAILED
+    if args.json:
+        out: dict[str, object] = {"team": args.team, "saved": True, "generated": args.generate}
+        if args.generate:
+            out["key"] = text
+        print_json(out)
+    else:
+        print(f"Saved team {args.team}'s snapshot key in the system keyring.")
+        if args.generate:
+            print("Hand this key to each member of the team out of band (they run `stockade "
+                  f"keys import-team-key {args.team}`); it is not shown again:", file=sys.stderr)
+            print(text)
+    return ExitCode.OK
+
+
+def _set_database_password(store: KeyStore, args: argparse.Namespace) -> int:
+    from stockade.governance.team import StoreError, database_password_secret
+
+    try:
+        target, name = database_password_secret(args.database_url)
+    except StoreError as exc:
+        raise UsageError(f"keys set-database-password: {exc}") from None
+    refused = _secure_or_refuse(store, args, "the database password")
+    if refused is not None:
+        return refused
+    password = _read_secret(f"Password of {target.display} (input is hidden): ").rstrip("\r\n")
+    if not password:
+        raise UsageError("keys set-database-password: the password is empty")
+    try:
+        store.set_secret(name, password)
+    except SecretsError as exc:
+        print_error(f"keys: {exc}")
+        return ExitCode.FAILED
+    if args.json:
+        print_json({"database": target.display, "saved": True})
+    else:
+        print(f"Saved the password for {target.display} in the system keyring.")
     return ExitCode.OK

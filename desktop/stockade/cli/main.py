@@ -25,6 +25,7 @@ COMMAND_SUMMARIES: dict[str, str] = {
     "assist": "run one governed assistant turn on a .thf file, headless",
     "runs": "list, decide and resume parked assistant runs",
     "audit": "verify or export the audit trajectory",
+    "team": "set up or inspect a team's shared PostgreSQL database",
 }
 """The one-line help of each subcommand, as its module registers it (a test keeps the two the
 same). `stockade --help` is built from these, so it imports no subcommand module."""

@@ -24,7 +24,14 @@ from stockade.cli.assist import (
     load_settings_for_command,
     print_summary,
 )
-from stockade.cli.common import ExitCode, UsageError, print_error, print_json
+from stockade.cli.common import (
+    ExitCode,
+    UsageError,
+    print_error,
+    print_json,
+    say,
+    with_passphrase,
+)
 from stockade.protocol.endpoints import EndpointError, parse_endpoint
 
 
@@ -108,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
 async def _run(handler: Handler, args: argparse.Namespace) -> int:
     service = AssistantService()
     try:
-        # Runs a crashed process left mid-step are marked interrupted before anyone looks.
-        await service.recover_interrupted()
+        # Runs a crashed process left mid-step are marked interrupted, and parked runs past
+        # their expiry finished, before anyone looks.
+        await service.recover_interrupted(load_settings_for_command())
         return await handler(service, args)
     except REFUSALS as exc:
         print_error(failure_text(exc))
@@ -121,7 +129,8 @@ async def _run(handler: Handler, args: argparse.Namespace) -> int:
 async def _list(service: AssistantService, args: argparse.Namespace) -> int:
     status = RunStatus(args.status) if args.status else None
     path = str(Path(args.file).resolve()) if args.file else None
-    runs = await service.list_runs(status=status, document_path=path)
+    runs = await service.list_runs(status=status, document_path=path,
+                                   settings=load_settings_for_command())
     items = []
     for info in runs:
         item = _run_json(info)
@@ -131,20 +140,21 @@ async def _list(service: AssistantService, args: argparse.Namespace) -> int:
         print_json(items)
         return ExitCode.OK
     if not items:
-        print("no runs")
+        say("no runs")
         return ExitCode.OK
     rows = [("RUN", "STATUS", "OUTCOME", "UPDATED", "DOCUMENT", "WAITING ON")]
     rows += [(i["run_id"], i["status"], i["outcome"] or "-", i["updated"], i["document_path"],
               ", ".join(i["pending"]) or "-") for i in items]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
-              + "  " + row[-1])
+        say("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
+            + "  " + row[-1])
     return ExitCode.OK
 
 
 async def _show(service: AssistantService, args: argparse.Namespace) -> int:
-    details = await service.show_run(args.run)
+    details = await with_passphrase(
+        lambda passphrase: service.show_run(args.run, passphrase=passphrase))
     info = _run_json(details.info)
     decided = {d.call_id: d for d in details.decisions}
     info["decisions"] = [{"call_id": d.call_id, "decision": d.decision.value, "actor": d.actor,
@@ -162,26 +172,26 @@ async def _show(service: AssistantService, args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return ExitCode.OK
-    print(f"run {info['run_id']}: {info['status']} on {info['document_path']}")
-    print(f"  {info['provider']}/{info['model']}, started {info['created']}")
+    say(f"run {info['run_id']}: {info['status']} on {info['document_path']}")
+    say(f"  {info['provider']}/{info['model']}, started {info['created']}")
     for call in info["pending"]:
         mark = " [destructive]" if call["destructive"] else ""
         state = call["decision"] or "undecided"
         where = f" on {call['target']}" if call["target"] else ""
         severity = f", severity {call['severity']}" if call["severity"] else ""
-        print(f"  call {call['call_id']} ({state}): {call['tool']}{where}{severity}{mark}")
+        say(f"  call {call['call_id']} ({state}): {call['tool']}{where}{severity}{mark}")
         if call["declined_earlier"] is not None:
             why = call["declined_earlier"]["reason"]
-            print(f"    declined earlier{f' ({why})' if why else ''}")
-        print(f"    {call['summary']}")
+            say(f"    declined earlier{f' ({why})' if why else ''}")
+        say(f"    {call['summary']}")
         for line in call["preview"]:
-            print(f"      {line}")
-        print(f"    input: {json.dumps(call['input'], ensure_ascii=False, sort_keys=True)}")
+            say(f"      {line}")
+        say(f"    input: {json.dumps(call['input'], ensure_ascii=False, sort_keys=True)}")
     for d in info["decisions"]:
         why = f": {d['reason']}" if d["reason"] else ""
-        print(f"  {d['call_id']} {d['decision']} by {d['actor']}{why}")
+        say(f"  {d['call_id']} {d['decision']} by {d['actor']}{why}")
     if details.info.status is RunStatus.PARKED and details.info.undecided:
-        print(f"  decide with 'stockade runs approve|deny {info['run_id']} CALL --actor NAME', "
+        say(f"  decide with 'stockade runs approve|deny {info['run_id']} CALL --actor NAME', "
               f"'stockade runs approve {info['run_id']} --all-non-destructive --actor NAME' or "
               f"'stockade runs deny {info['run_id']} --all --actor NAME [--reason R]'")
     return ExitCode.OK
@@ -191,8 +201,9 @@ async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
     if args.all:
         return await _decide_all(service, args)
     approve = args.runs_command == "approve"
-    fresh = await service.decide(args.run, args.call, approve=approve, actor=args.actor,
-                                 reason=getattr(args, "reason", None))
+    fresh = await with_passphrase(lambda passphrase: service.decide(
+        args.run, args.call, approve=approve, actor=args.actor,
+        reason=getattr(args, "reason", None), passphrase=passphrase))
     decision = "approved" if approve else "denied"
     result = {"run_id": args.run, "call_id": args.call, "decision": decision,
               "actor": args.actor.strip(), "already_recorded": not fresh}
@@ -200,7 +211,7 @@ async def _decide(service: AssistantService, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         again = " (already recorded)" if not fresh else ""
-        print(f"{args.call} {decision}{again}; resume with 'stockade runs resume {args.run}'")
+        say(f"{args.call} {decision}{again}; resume with 'stockade runs resume {args.run}'")
     return ExitCode.OK
 
 
@@ -215,12 +226,17 @@ async def _decide_all(service: AssistantService, args: argparse.Namespace) -> in
     undecided = [p for p in info.pending if p.decision is None]
     chosen = [p for p in undecided if not (approve and p.destructive)]
     actor, reason = args.actor.strip(), getattr(args, "reason", None)
-    decided = []
-    for call in chosen:
-        fresh = await service.decide(args.run, call.call_id, approve=approve, actor=actor,
-                                     reason=reason)
-        decided.append({"call_id": call.call_id, "tool": call.tool,
+
+    async def decide_each(passphrase: str | None) -> list[dict[str, Any]]:
+        out = []
+        for call in chosen:  # a retry with a passphrase repeats nothing: decisions are no-ops
+            fresh = await service.decide(args.run, call.call_id, approve=approve, actor=actor,
+                                         reason=reason, passphrase=passphrase)
+            out.append({"call_id": call.call_id, "tool": call.tool,
                         "destructive": call.destructive, "already_recorded": not fresh})
+        return out
+
+    decided = await with_passphrase(decide_each)
     left = [p for p in undecided if p not in chosen]
     decision = "approved" if approve else "denied"
     if args.json:
@@ -228,21 +244,22 @@ async def _decide_all(service: AssistantService, args: argparse.Namespace) -> in
                     "calls": decided, "undecided": [p.call_id for p in left]})
     else:
         for item in decided:
-            print(f"{item['call_id']} {decision} ({item['tool']})")
+            say(f"{item['call_id']} {decision} ({item['tool']})")
         if not undecided:
-            print(f"nothing to decide: every call of run {args.run} already has a decision")
+            say(f"nothing to decide: every call of run {args.run} already has a decision")
         for call in left:
-            print(f"{call.call_id} not approved: {call.tool} is destructive; approve it on its "
+            say(f"{call.call_id} not approved: {call.tool} is destructive; approve it on its "
                   f"own with 'stockade runs approve {args.run} {call.call_id} --actor NAME'")
         if not left:
-            print(f"resume with 'stockade runs resume {args.run}'")
+            say(f"resume with 'stockade runs resume {args.run}'")
     return ExitCode.OK if decided or not undecided else ExitCode.FAILED
 
 
 async def _resume(service: AssistantService, args: argparse.Namespace) -> int:
     settings = load_settings_for_command()
-    turn = await service.resume(args.run, settings=settings, base_url=args.base_url,
-                                write_back=True if args.write else None)
+    turn = await with_passphrase(lambda passphrase: service.resume(
+        args.run, settings=settings, base_url=args.base_url,
+        write_back=True if args.write else None, passphrase=passphrase))
     summary, code = await conclude(service, turn)
     if turn.changed and not turn.write_back:
         print_error(f"the document {turn.document_path} was not written: run {args.run} was "

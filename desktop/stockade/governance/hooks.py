@@ -12,10 +12,12 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from stockade.governance.changes import seal_changes, sealed_digest
 from stockade.governance.guards import GuardAction, GuardReport, SecretGuard, blocked_message
 from stockade.governance.ledger import CreditBudgets, Hold, LimitRefusal
 from stockade.governance.meter import quote, usage_cost
 from stockade.governance.pricebook import ModelPrice
+from stockade.governance.sealing import SealError
 from stockade.governance.services import Governance
 from stockade.governance.trajectory import MAX_PAYLOAD_STRING, EventKind, TrajectoryError
 from stockade.governance.worker import GovernanceWorker
@@ -30,6 +32,7 @@ from stockade.loop.hooks import (
 from stockade.protocol.events import Usage
 from stockade.protocol.request import ChatRequest
 from stockade.store import StoreError
+from stockade.store import events as event_sql
 from stockade.thf.canonical import digest
 
 EVENT_FOR_STEP: dict[StepKind, EventKind] = {
@@ -68,8 +71,17 @@ class GovernedHooks:
     async def append(self, kind: EventKind, payload: dict[str, Any]) -> None:
         """Append one event for this run; a failure stops the turn before its step."""
         run_id = self.run_id
+
+        def append(gov: Governance) -> object:
+            if kind in (EventKind.TOOL_APPROVED, EventKind.TOOL_DENIED) and \
+                    gov.identity.role is not None:
+                # Team store: who decided is the authenticated database role, not only a name.
+                return gov.trajectory.append(run_id, kind, {**payload,
+                                                            "actor_role": gov.identity.role})
+            return gov.trajectory.append(run_id, kind, payload)
+
         try:
-            await self._worker.call(lambda gov: gov.trajectory.append(run_id, kind, payload))
+            await self._worker.call(append)
         except (TrajectoryError, StoreError, sqlite3.Error) as exc:
             raise TurnStopped(f"the audit trail could not be written ({exc})") from None
 
@@ -119,16 +131,27 @@ class GovernedHooks:
         actual = None if usage is None else usage_cost(
             self._price, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
 
+        run_id = self.run_id
+
         def settle(gov: Governance) -> int:
-            return gov.ledger.settle(
-                hold.id, actual=actual, failed=failed,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-                cached_input_tokens=usage.cached_input_tokens if usage else 0).settled
+            with gov.db.write() as conn:
+                settlement = gov.ledger.settle_in(
+                    conn, hold.id, actual=actual, failed=failed,
+                    input_tokens=usage.input_tokens if usage else 0,
+                    output_tokens=usage.output_tokens if usage else 0,
+                    cached_input_tokens=usage.cached_input_tokens if usage else 0)
+                if settlement.overrun:
+                    # The charge above the hold and its audit flag commit together.
+                    gov.trajectory.append_in(conn, run_id, EventKind.METER_OVERRUN, {
+                        "reserved": settlement.reserved, "actual": settlement.actual,
+                        "overrun": settlement.overrun,
+                        "input_tokens": usage.input_tokens if usage else 0,
+                        "output_tokens": usage.output_tokens if usage else 0})
+            return settlement.charged
 
         try:
             return await self._worker.call(settle)
-        except (StoreError, sqlite3.Error) as exc:
+        except (StoreError, sqlite3.Error, TrajectoryError) as exc:
             raise TurnStopped(f"credits could not be settled ({exc})") from None
 
     async def record(self, step: TurnStep) -> None:
@@ -136,11 +159,51 @@ class GovernedHooks:
         if step.kind in (StepKind.TOOL_APPROVED, StepKind.TOOL_DENIED) and \
                 payload.get("call_id") in self._prerecorded:
             return  # decided while parked: that decision and its event were committed together
+        if step.kind in (StepKind.TOOL_APPROVED, StepKind.TOOL_DENIED):
+            payload["os_user"] = _os_user()  # beside the actor a front end named
         if step.kind is StepKind.TOOL_DENIED:
             reason = payload.pop("reason", None)
             if reason:
                 payload["reason_digest"] = digest(reason)
+        if step.kind is StepKind.DOCUMENT_COMMITTED:
+            await self._record_commit(payload, list(step.confidential))
+            return
         await self.append(EVENT_FOR_STEP[step.kind], compact_payload(payload))
+
+    async def _record_commit(self, payload: dict[str, Any], lines: list[str]) -> None:
+        """`document.committed`, with its entity-level change lines sealed beside it (see
+        `governance.changes`); the event itself holds their count and digest only."""
+        body = compact_payload(payload)
+        run_id = self.run_id
+
+        def commit(gov: Governance) -> None:
+            master = gov.keys.existing_or_none() if gov.keys is not None else None
+            sealed = None
+            if lines:
+                body["changes"] = len(lines)
+                if master is not None:
+                    sealed = seal_changes(master, run_id, str(body.get("call_id")),
+                                          str(body.get("document_after")), lines)
+                    body["changes_digest"] = sealed_digest(sealed)
+            with gov.db.write() as conn:
+                event = gov.trajectory.append_in(conn, run_id, EventKind.DOCUMENT_COMMITTED,
+                                                 body)
+                if sealed is not None:
+                    event_sql.insert_change_summary(conn, event.seq, run_id, sealed)
+
+        try:
+            await self._worker.call(commit)
+        except (TrajectoryError, StoreError, SealError, sqlite3.Error) as exc:
+            raise TurnStopped(f"the audit trail could not be written ({exc})") from None
+
+
+def _os_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()[:64]
+    except (KeyError, OSError):  # no user database entry (containers)
+        return "unknown"
 
 
 def compact_payload(value: Any) -> Any:

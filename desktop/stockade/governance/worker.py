@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from stockade.governance.services import Governance, open_governance
+from stockade.governance.services import Governance, open_governance, store_database_url
 from stockade.store import StoreError
 from stockade.store.database import database_path
 
@@ -54,11 +54,14 @@ class GovernanceWorker:
         return self._executor.submit(self._with_gov, fn).result()
 
     async def read_if_present(self, fn: Callable[[Governance], T]) -> T | None:
-        """`fn(gov)` when the database file exists, else None: looking never creates it."""
+        """`fn(gov)` when the store exists, else None: looking never creates the SQLite file
+        (a team database always exists; it is set up by its administrator)."""
         self._check_open()
 
         def read() -> T | None:
-            return self._with_gov(fn) if database_path().exists() else None
+            present = self._gov is not None or database_path().exists() or \
+                store_database_url() is not None
+            return self._with_gov(fn) if present else None
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, read)
 

@@ -60,6 +60,9 @@ class Violation(StrEnum):
     DROPPED_TOOL_CALL = "dropped_tool_call"
     """the provider began a tool call whose arguments it could not decode; the call is answered
     with an error result so the model sees what happened."""
+    REFUSED_INPUT = "refused_input"
+    """a tool call broke the bounds every call must keep (non-finite numbers, nesting, size, an
+    over-long id or name); no tool saw it and the model got an error result naming why."""
     INVALID_EDIT = "invalid_edit"
     """an edit of a pending call whose input the tool refused (or that matches an input already
     declined in the turn); the call keeps its input."""

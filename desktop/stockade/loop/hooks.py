@@ -34,10 +34,15 @@ class StepKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TurnStep:
-    """One audit step. `payload` holds ids, names, counts and `sha256:` digests only."""
+    """One audit step. `payload` holds ids, names, counts and `sha256:` digests only.
+
+    `confidential` is readable text about the step (a commit's entity-level change lines) that
+    the audit may keep only sealed, never in the clear.
+    """
 
     kind: StepKind
     payload: dict[str, Any] = field(default_factory=dict)
+    confidential: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,7 @@ from stockade.protocol.messages import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk
+from stockade.tools.runtime import PreparedCall, ToolEffect, ToolOk, refusal_of
 from stockade.tools.untrusted import sanitize
 
 TurnInput = StreamEvent | TurnCommand
@@ -418,7 +418,10 @@ def _open_call(
             call_id, name, "", text, effect, destructive, iteration, _FAILED,
             raw_input=raw, result=text, is_error=True,
         )
-        return _append_call(state, record, changes)
+        state = _append_call(state, record, changes)
+        if refusal_of(raw) is not None:
+            return _violation(state, Violation.REFUSED_INPUT, call_id, text)
+        return state
 
     changes["budget"] = new_budget(
         budget.iterations_started,

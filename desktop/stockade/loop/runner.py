@@ -90,9 +90,19 @@ from stockade.protocol.messages import Message, message_to_json
 from stockade.protocol.request import ChatRequest
 from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import canonical_json, digest
+from stockade.thf.diff import describe, diff
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
-from stockade.tools.runtime import PreparedCall, ToolContext, ToolFailed, ToolOk, ToolOutcome
+from stockade.tools.runtime import (
+    PreparedCall,
+    ToolContext,
+    ToolFailed,
+    ToolOk,
+    ToolOutcome,
+    call_problem,
+    refusal_of,
+    refused_input,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +111,11 @@ NO_PREPARED_TEXT = "Not run: this call has no validated input to run with."
 STALLED_TEXT = "The assistant stopped because the turn could not make progress."
 REQUEST_FAILED_TEXT = "The assistant stopped because the request to the model could not be prepared."
 HOOK_FAILED_TEXT = "The assistant stopped because a required record could not be written: {detail}"
+OVERRUN_TEXT = (
+    "The assistant stopped: the provider reported usage costing {charged} credits for one "
+    "request, more than the {reserved} credits reserved for it (the most it could have cost). "
+    "The full cost was recorded; check the model's price and the provider's usage report."
+)
 
 
 class StreamingProvider(Protocol):
@@ -114,6 +129,8 @@ class StreamingProvider(Protocol):
 
 SystemPrompt = str | Callable[[ThreatModel], str]
 RequestCheck = Callable[[ChatRequest], None]
+InputScreen = Callable[[str, Any], Any]
+"""(tool name, raw input) -> the input a tool may see (governance's secret screen)."""
 
 
 def _default_request_check(request: ChatRequest) -> None:
@@ -132,6 +149,8 @@ class _StreamTally:
     held_error: Any = None
     terminal: bool = False
     failed: bool = False
+    started: bool = False
+    """The provider answered with something other than an error: it will bill the request."""
 
 
 class TurnRunner:
@@ -155,8 +174,10 @@ class TurnRunner:
         undo_label: str = "Assistant changes",
         retry_policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        input_screen: InputScreen | None = None,
     ) -> None:
         self._provider = provider
+        self._input_screen = input_screen
         self._tool_set = ToolSet.from_registry(registry)
         self._session = session
         self._hooks: TurnHooks = hooks if hooks is not None else NoHooks()
@@ -505,10 +526,11 @@ class TurnRunner:
             "scope": scope.value,
         }
 
-    async def _record(self, kind: StepKind, payload: dict[str, Any]) -> bool:
+    async def _record(self, kind: StepKind, payload: dict[str, Any],
+                      confidential: tuple[str, ...] = ()) -> bool:
         """Report one step before it proceeds; a failing hook stops a live turn."""
         try:
-            await self._hooks.record(TurnStep(kind, payload))
+            await self._hooks.record(TurnStep(kind, payload, confidential))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -656,7 +678,11 @@ class TurnRunner:
             tally.failed = True
         if not finished:
             tally.failed = True
-        await self._settle_credits(permit, tally.usage, failed=tally.failed or tally.usage is None)
+        # Only a request the provider never started is refunded; one that failed after it
+        # started is charged at the usage reported, or at the whole reservation without one.
+        await self._settle_credits(permit, tally.usage, failed=not tally.started)
+        if self._state.phase is TurnPhase.SETTLED:
+            return
         if not finished:
             self._deadline_hit()
             return
@@ -711,12 +737,20 @@ class TurnRunner:
                     "credits": credits,
                 },
             )
+        if credits > permit.reserved_credits and self._state.phase in LIVE_PHASES:
+            # The reservation was the most the request could cost: stop before anything the
+            # answer asked for runs (governance flagged the overrun in the audit).
+            self._dispatch(StopTurn(OVERRUN_TEXT.format(charged=credits,
+                                                        reserved=permit.reserved_credits),
+                                    reason=SettleReason.CREDITS))
 
     async def _pump(self, request: ChatRequest, tally: _StreamTally) -> None:
         produced = False
         stream = self._provider.stream(request)
         try:
             async for event in stream:
+                if not isinstance(event, (StreamError, Aborted)):
+                    tally.started = True
                 if isinstance(event, Usage):
                     tally.usage = event
                     continue
@@ -731,6 +765,8 @@ class TurnRunner:
                     break
                 if not isinstance(event, (StreamError, Aborted)):
                     produced = True
+                if isinstance(event, ToolCallComplete):
+                    event = self._screen(event)
                 known = self._state.calls
                 self._dispatch(event)
                 if isinstance(event, ToolCallComplete) and len(self._state.calls) > len(known):
@@ -748,6 +784,15 @@ class TurnRunner:
                     await close()
                 except Exception:
                     logger.debug("closing a provider stream failed", exc_info=True)
+
+    def _screen(self, event: ToolCallComplete) -> ToolCallComplete:
+        event = _screened(event)
+        if self._input_screen is None or refusal_of(event.input) is not None:
+            return event
+        screened = self._input_screen(event.name, event.input)
+        if screened is event.input:
+            return event
+        return ToolCallComplete(id=event.id, name=event.name, input=screened)
 
     async def _record_proposal(self, call: CallRecord) -> None:
         payload = {
@@ -818,7 +863,9 @@ class TurnRunner:
                 "document_before": self._digest(review.expected),
                 "document_after": self._digest(review.document),
             }
-            if not await self._record(StepKind.DOCUMENT_COMMITTED, payload):
+            # Entity-level lines for the audit viewer: document text, so confidential.
+            lines = tuple(describe(c) for c in diff(review.expected, review.document))
+            if not await self._record(StepKind.DOCUMENT_COMMITTED, payload, lines):
                 return
             if self._state.phase is not TurnPhase.EXECUTING:
                 return
@@ -844,6 +891,16 @@ class TurnRunner:
         if not await self._record(StepKind.TOOL_RESULT, payload):
             return
         self._dispatch(CallSettled(call.id, final))
+
+
+def _screened(event: ToolCallComplete) -> ToolCallComplete:
+    """A call the model sent that no tool may see (non-finite numbers, nesting past the bound,
+    oversized, an over-long id or name) keeps its id and name but carries a stand-in input, so
+    the model gets an error result naming the problem and the next request stays valid JSON."""
+    problem = call_problem(event.id, event.name, event.input)
+    if problem is None:
+        return event
+    return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
 
 
 def _request_digest(request: ChatRequest, message_json: Callable[[Message], str]) -> str:

@@ -73,7 +73,7 @@ def finish_tool_call(call: PendingToolCall) -> StreamEvent:
     raw = "".join(call.fragments) or "{}"
     try:
         parsed = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting past the parser's stack is damage too
         return notice(BAD_TOOL_ARGUMENTS_MESSAGE, call.name)
     return ToolCallComplete(id=call.id, name=call.name, input=parsed)
 

@@ -221,7 +221,8 @@ _SECURE_MESSAGE = "Keys are kept in the system keyring ({backend})."
 _INSECURE_MESSAGE = (
     "No secure system keyring was found, so keys you enter are kept in memory for this "
     "session only and are forgotten when Stockade closes. For headless runs, set "
-    "ANTHROPIC_API_KEY or OPENAI_API_KEY instead."
+    "ANTHROPIC_API_KEY or OPENAI_API_KEY instead. A turn you keep for later is encrypted "
+    "under a passphrase you choose, and the audit trail is not keyed."
 )
 
 

@@ -1,4 +1,4 @@
-"""The SQLite database (WAL, versioned migrations); all of Stockade's SQL lives in this package."""
+"""Stockade's stores: the SQLite file (default) and a team's PostgreSQL database; all SQL lives here."""
 
 from stockade.store.database import (
     ConflictError,
@@ -8,6 +8,13 @@ from stockade.store.database import (
     database_path,
     open_database,
 )
+from stockade.store.interface import (
+    MemberKind,
+    Store,
+    StoreIdentity,
+    StoreKind,
+    TeamWallet,
+)
 
-__all__ = ["ConflictError", "Database", "NotFoundError", "StoreError", "database_path",
-           "open_database"]
+__all__ = ["ConflictError", "Database", "MemberKind", "NotFoundError", "Store", "StoreError",
+           "StoreIdentity", "StoreKind", "TeamWallet", "database_path", "open_database"]

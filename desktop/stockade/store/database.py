@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stockade.paths import data_dir
+from stockade.store.interface import CommitHook, Connection, StoreIdentity, StoreKind, TeamWallet
 from stockade.store.migrations import MIGRATIONS, Migration
 
 DATABASE_NAME = "stockade.db"
@@ -74,7 +75,12 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the write lock up front, so it never deadlocks midway."""
+        """A write transaction that takes the write lock up front, so it never deadlocks midway.
+
+        Hooks registered with `transaction_hook` run `before_commit` once each, in order, after
+        the body and before COMMIT, while the write lock is still held; if one raises, or the
+        commit fails, the transaction is rolled back and each hook's `after_rollback` runs.
+        """
         conn = self.connection()
         if conn.in_transaction:
             raise StoreError("nested write transactions are not supported", self.path)
@@ -82,16 +88,35 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.DatabaseError as exc:
             raise as_store_error(exc, self.path) from None
+        hooks: dict[str, CommitHook] = {}
+        self._local.hooks = hooks
         try:
-            yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            conn.rollback()
-            raise as_store_error(exc, self.path) from None
+            try:
+                yield conn
+                for hook in hooks.values():
+                    hook.before_commit()
+            except BaseException:
+                conn.rollback()
+                _after_rollback(hooks)
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                conn.rollback()
+                _after_rollback(hooks)
+                raise as_store_error(exc, self.path) from None
+        finally:
+            self._local.hooks = None
+
+    def transaction_hook(self, name: str, factory: Callable[[], CommitHook]) -> CommitHook:
+        """The hook called `name` of the open write transaction, made by `factory` if new."""
+        hooks: dict[str, CommitHook] | None = getattr(self._local, "hooks", None)
+        if hooks is None:
+            raise StoreError("a transaction hook needs an open write transaction", self.path)
+        hook = hooks.get(name)
+        if hook is None:
+            hook = hooks[name] = factory()
+        return hook
 
     def read(self) -> sqlite3.Connection:
         """The thread's connection, for single-statement reads (autocommit)."""
@@ -100,6 +125,33 @@ class Database:
     def schema_version(self) -> int:
         row = self.read().execute("SELECT MAX(version) FROM schema_version").fetchone()
         return int(row[0] or 0)
+
+    # -- the store interface (`stockade.store.interface.Store`) ---------------------------------
+
+    def in_write_transaction(self) -> bool:
+        return getattr(self._local, "hooks", None) is not None
+
+    kind = StoreKind.SQLITE
+
+    def identity(self) -> StoreIdentity:
+        return StoreIdentity(StoreKind.SQLITE, str(self.path))
+
+    def explain(self, exc: Exception) -> Exception:
+        return as_store_error(exc, self.path) if isinstance(exc, sqlite3.DatabaseError) else exc
+
+    def team_wallet(self, conn: Connection) -> TeamWallet | None:
+        return None  # one user's file: the wallet limits are the settings' own
+
+    def committed_by_me(self, conn: Connection, *, day_key: str,
+                        month_key: str) -> tuple[int, int]:
+        from stockade.store.reservations import committed_for_day, committed_for_month
+
+        return committed_for_day(conn, day_key), committed_for_month(conn, month_key)
+
+
+def _after_rollback(hooks: dict[str, CommitHook]) -> None:
+    for hook in hooks.values():
+        hook.after_rollback()
 
 
 def _connect(path: Path) -> sqlite3.Connection:

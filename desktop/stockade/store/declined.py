@@ -8,8 +8,9 @@ row (the newest reason wins).
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
+
+from stockade.store.interface import Connection
 
 SCHEMA: tuple[str, ...] = (
     """
@@ -65,22 +66,21 @@ def _cap(value: str | None) -> str | None:
     return value if value is None or len(value) <= TEXT_MAX else value[: TEXT_MAX - 1] + "…"
 
 
-def remember(conn: sqlite3.Connection, row: DeclinedRow) -> None:
-    """Insert the declined proposal, or refresh it (reason, actor, time) if it was declined
-    before."""
+def remember(conn: Connection, row: DeclinedRow) -> None:
+    """Insert the declined proposal, replacing the row of an earlier decline (the newest reason,
+    actor and time win). Delete-then-insert rather than an upsert: the team store's key also
+    holds the team, which a portable `ON CONFLICT` target cannot name."""
+    conn.execute("DELETE FROM declined_proposal WHERE document_path = ? AND tool = ? "
+                 "AND input_digest = ?", (row.document_path, row.tool, row.input_digest))
     conn.execute(
-        f"INSERT INTO declined_proposal({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(document_path, tool, input_digest) DO UPDATE SET "
-        "summary = excluded.summary, reason = excluded.reason, actor = excluded.actor, "
-        "run_id = excluded.run_id, call_id = excluded.call_id, "
-        "declined_ms = excluded.declined_ms",
+        f"INSERT INTO declined_proposal({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (row.document_path, row.tool, row.input_digest, _cap(row.summary) or "",
          row.target_kind, row.target, row.category, _cap(row.title), row.title_key,
          _cap(row.reason), row.actor, row.run_id, row.call_id, row.declined_ms),
     )
 
 
-def declined_for(conn: sqlite3.Connection, document_path: str,
+def declined_for(conn: Connection, document_path: str,
                  limit: int = 1000) -> list[DeclinedRow]:
     """The document's declined proposals, oldest first."""
     rows = conn.execute(

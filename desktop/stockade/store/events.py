@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from stockade.store.interface import Connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,18 +23,18 @@ class EventRow:
 _COLUMNS = "seq, run_id, run_seq, kind, at_ms, payload, prev_hash, hash"
 
 
-def chain_head(conn: sqlite3.Connection) -> tuple[int, str] | None:
+def chain_head(conn: Connection) -> tuple[int, str] | None:
     """(seq, hash) of the newest event, or None for an empty trajectory."""
     r = conn.execute("SELECT seq, hash FROM event ORDER BY seq DESC LIMIT 1").fetchone()
     return None if r is None else (int(r[0]), str(r[1]))
 
 
-def next_run_seq(conn: sqlite3.Connection, run_id: str) -> int:
+def next_run_seq(conn: Connection, run_id: str) -> int:
     r = conn.execute("SELECT MAX(run_seq) FROM event WHERE run_id = ?", (run_id,)).fetchone()
     return 0 if r[0] is None else int(r[0]) + 1
 
 
-def insert_event(conn: sqlite3.Connection, row: EventRow) -> None:
+def insert_event(conn: Connection, row: EventRow) -> None:
     conn.execute(
         f"INSERT INTO event({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (row.seq, row.run_id, row.run_seq, row.kind, row.at_ms, row.payload, row.prev_hash,
@@ -41,9 +42,10 @@ def insert_event(conn: sqlite3.Connection, row: EventRow) -> None:
     )
 
 
-def iter_events(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[tuple]:
-    """Every event as a raw tuple in seq order, fetched in batches (verification path)."""
-    cur = conn.execute(f"SELECT {_COLUMNS} FROM event ORDER BY seq")
+def iter_events(conn: Connection, batch: int = 5000, *,
+                after: int = 0) -> Iterator[tuple]:
+    """Every event (with seq > `after`) as a raw tuple in seq order, fetched in batches."""
+    cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
     while True:
         rows = cur.fetchmany(batch)
         if not rows:
@@ -51,11 +53,50 @@ def iter_events(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[tuple]:
         yield from rows
 
 
-def events_for_run(conn: sqlite3.Connection, run_id: str) -> list[EventRow]:
+def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE run_id = ? ORDER BY run_seq",
                         (run_id,)).fetchall()
     return [EventRow(*r) for r in rows]
 
 
-def event_count(conn: sqlite3.Connection) -> int:
+def event_count(conn: Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM event").fetchone()[0])
+
+
+def event_at(conn: Connection, seq: int) -> EventRow | None:
+    r = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq = ?", (seq,)).fetchone()
+    return None if r is None else EventRow(*r)
+
+
+def hashes_at(conn: Connection, seqs: list[int]) -> dict[int, tuple[str, str]]:
+    """{seq: (prev_hash, hash)} of the events at `seqs` that exist."""
+    out: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for seq, prev, stored in conn.execute(
+                f"SELECT seq, prev_hash, hash FROM event WHERE seq IN ({marks})", chunk):
+            out[int(seq)] = (str(prev), str(stored))
+    return out
+
+
+def runs_without_events(conn: Connection) -> list[str]:
+    """Runs listed in the run table that have no audit event at all (deleted trails)."""
+    rows = conn.execute(
+        "SELECT run_id FROM run WHERE NOT EXISTS "
+        "(SELECT 1 FROM event WHERE event.run_id = run.run_id) ORDER BY created_ms, run_id"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def insert_change_summary(conn: Connection, event_seq: int, run_id: str,
+                          sealed: bytes) -> None:
+    conn.execute("INSERT INTO change_summary(event_seq, run_id, sealed) VALUES (?, ?, ?)",
+                 (event_seq, run_id, sealed))
+
+
+def change_summaries(conn: Connection, run_id: str) -> dict[int, bytes]:
+    """{event seq: sealed change summary} of one run's committed changes."""
+    rows = conn.execute("SELECT event_seq, sealed FROM change_summary WHERE run_id = ?",
+                        (run_id,)).fetchall()
+    return {int(r[0]): bytes(r[1]) for r in rows}

@@ -124,9 +124,41 @@ _RUNS = (
     """,
 )
 
+# Version 5 (independent of 4): authenticated decisions bound to their audit event, the
+# iteration of each pending call, the snapshot seal version against replay, usage charged
+# above its reservation, and sealed change summaries of committed edits.
+_SECURITY = (
+    "ALTER TABLE decision ADD COLUMN input_digest TEXT",
+    "ALTER TABLE decision ADD COLUMN iteration INTEGER",
+    "ALTER TABLE decision ADD COLUMN event_seq INTEGER",
+    "ALTER TABLE decision ADD COLUMN mac TEXT",
+    "ALTER TABLE pending_call ADD COLUMN iteration INTEGER",
+    "ALTER TABLE run ADD COLUMN seal_version INTEGER NOT NULL DEFAULT 0 "
+    "CHECK (seal_version >= 0)",
+    # Charged above the hold: `settled + released = reserved` still holds for every row, and
+    # the real charge is `settled + overrun`.
+    "ALTER TABLE reservation ADD COLUMN overrun INTEGER NOT NULL DEFAULT 0 CHECK (overrun >= 0)",
+    """
+    CREATE TABLE change_summary(
+        event_seq INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        sealed BLOB NOT NULL
+    )
+    """,
+    """
+    CREATE TRIGGER change_summary_no_update BEFORE UPDATE ON change_summary
+    BEGIN SELECT RAISE(ABORT, 'change summaries are append-only'); END
+    """,
+    """
+    CREATE TRIGGER change_summary_no_delete BEFORE DELETE ON change_summary
+    BEGIN SELECT RAISE(ABORT, 'change summaries are append-only'); END
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ledger", _LEDGER),
     Migration(2, "trajectory", _TRAJECTORY),
     Migration(3, "runs", _RUNS),
     Migration(4, "declined proposals", _DECLINED),
+    Migration(5, "security", _SECURITY),
 )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
+
+from stockade.store.interface import Connection
 
 
 class ReservationStatus(StrEnum):
@@ -29,6 +30,7 @@ class ReservationRow:
     settled: int | None = None
     released: int | None = None
     actual: int | None = None
+    overrun: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,34 +40,39 @@ class LedgerTotals:
     released: int
     open_reserved: int
     open_count: int
+    overrun: int = 0
 
 
-# Credits a window has committed: open holds count in full, closed rows at their settled amount.
-_COMMITTED = "COALESCE(SUM(CASE status WHEN 'open' THEN reserved ELSE settled END), 0)"
+# Credits a window has committed: open holds count in full, closed rows at what they charged
+# (their settled amount, plus anything charged above the hold).
+COMMITTED_CREDITS = "CASE status WHEN 'open' THEN reserved ELSE settled + overrun END"
+"""One row's committed credits (the team store also sums it per member)."""
+_COMMITTED = f"COALESCE(SUM({COMMITTED_CREDITS}), 0)"
 
 
-def committed_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+def committed_for_run(conn: Connection, run_id: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE run_id = ?",
                             (run_id,)).fetchone()[0])
 
 
-def committed_for_day(conn: sqlite3.Connection, day_key: str) -> int:
+def committed_for_day(conn: Connection, day_key: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE day_key = ?",
                             (day_key,)).fetchone()[0])
 
 
-def committed_for_month(conn: sqlite3.Connection, month_key: str) -> int:
+def committed_for_month(conn: Connection, month_key: str) -> int:
     return int(conn.execute(f"SELECT {_COMMITTED} FROM reservation WHERE month_key = ?",
                             (month_key,)).fetchone()[0])
 
 
-def settled_for_run(conn: sqlite3.Connection, run_id: str) -> int:
+def settled_for_run(conn: Connection, run_id: str) -> int:
     return int(conn.execute(
-        "SELECT COALESCE(SUM(settled), 0) FROM reservation WHERE run_id = ? AND status <> 'open'",
+        "SELECT COALESCE(SUM(settled + overrun), 0) FROM reservation "
+        "WHERE run_id = ? AND status <> 'open'",
         (run_id,)).fetchone()[0])
 
 
-def insert_reservation(conn: sqlite3.Connection, row: ReservationRow) -> None:
+def insert_reservation(conn: Connection, row: ReservationRow) -> None:
     conn.execute(
         "INSERT INTO reservation(id, run_id, provider, model, created_ms, day_key, month_key, "
         "reserved, estimated, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
@@ -74,42 +81,44 @@ def insert_reservation(conn: sqlite3.Connection, row: ReservationRow) -> None:
     )
 
 
-def get_reservation(conn: sqlite3.Connection, reservation_id: str) -> ReservationRow | None:
+def get_reservation(conn: Connection, reservation_id: str) -> ReservationRow | None:
     r = conn.execute(
         "SELECT id, run_id, provider, model, created_ms, day_key, month_key, reserved, "
-        "estimated, status, settled, released, actual FROM reservation WHERE id = ?",
+        "estimated, status, settled, released, actual, overrun FROM reservation WHERE id = ?",
         (reservation_id,),
     ).fetchone()
     if r is None:
         return None
     return ReservationRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-                          ReservationStatus(r[9]), r[10], r[11], r[12])
+                          ReservationStatus(r[9]), r[10], r[11], r[12], int(r[13] or 0))
 
 
 def close_reservation(
-    conn: sqlite3.Connection,
+    conn: Connection,
     reservation_id: str,
     *,
     status: ReservationStatus,
     settled: int,
     actual: int,
+    overrun: int = 0,
     input_tokens: int,
     output_tokens: int,
     cached_input_tokens: int,
     closed_ms: int,
 ) -> bool:
-    """Close an open hold at `settled` (released = reserved - settled); False if not open."""
+    """Close an open hold at `settled` (released = reserved - settled) plus `overrun` charged
+    above it; False if not open."""
     cur = conn.execute(
         "UPDATE reservation SET status = ?, settled = ?, released = reserved - ?, actual = ?, "
-        "input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, closed_ms = ? "
-        "WHERE id = ? AND status = 'open' AND ? <= reserved",
-        (status.value, settled, settled, actual, input_tokens, output_tokens,
+        "overrun = ?, input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, "
+        "closed_ms = ? WHERE id = ? AND status = 'open' AND ? <= reserved",
+        (status.value, settled, settled, actual, overrun, input_tokens, output_tokens,
          cached_input_tokens, closed_ms, reservation_id, settled),
     )
     return cur.rowcount == 1
 
 
-def release_open_for_run(conn: sqlite3.Connection, run_id: str, closed_ms: int) -> int:
+def release_open_for_run(conn: Connection, run_id: str, closed_ms: int) -> int:
     """Release every open hold of a run in full (crash recovery); returns how many."""
     cur = conn.execute(
         "UPDATE reservation SET status = 'released', settled = 0, released = reserved, "
@@ -120,19 +129,20 @@ def release_open_for_run(conn: sqlite3.Connection, run_id: str, closed_ms: int) 
     return cur.rowcount
 
 
-def ledger_totals(conn: sqlite3.Connection, run_id: str | None = None) -> LedgerTotals:
+def ledger_totals(conn: Connection, run_id: str | None = None) -> LedgerTotals:
     where, params = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
     r = conn.execute(
         "SELECT COALESCE(SUM(CASE WHEN status <> 'open' THEN reserved END), 0), "
         "COALESCE(SUM(settled), 0), COALESCE(SUM(released), 0), "
         "COALESCE(SUM(CASE WHEN status = 'open' THEN reserved END), 0), "
-        f"COALESCE(SUM(status = 'open'), 0) FROM reservation {where}",
+        "COALESCE(SUM(CASE WHEN status = 'open' THEN 1 ELSE 0 END), 0), "
+        f"COALESCE(SUM(overrun), 0) FROM reservation {where}",
         params,
     ).fetchone()
-    return LedgerTotals(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+    return LedgerTotals(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]))
 
 
-def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]:
+def usage_for_run(conn: Connection, run_id: str) -> tuple[int, int, int]:
     """Reported (input, output, cached input) tokens over a run's closed requests."""
     r = conn.execute(
         "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
@@ -141,7 +151,7 @@ def usage_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int, int]
     return int(r[0]), int(r[1]), int(r[2])
 
 
-def last_reservation_for_run(conn: sqlite3.Connection, run_id: str) -> tuple[int, int] | None:
+def last_reservation_for_run(conn: Connection, run_id: str) -> tuple[int, int] | None:
     """(reserved, estimated) of a run's newest request, or None before its first one."""
     r = conn.execute(
         "SELECT reserved, estimated FROM reservation WHERE run_id = ? "

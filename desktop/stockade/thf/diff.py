@@ -132,7 +132,7 @@ def _section_changes(section: str, old: list[Any], new: list[Any]) -> list[Entit
             dumped = _dump(entity)
             fields = tuple(FieldChange(k, None, v) for k, v in dumped.items())
             changes.append(EntityChange(section, entity.id, "added", fields))
-        elif previous != entity:
+        elif previous is not entity and previous != entity:  # untouched entities are shared
             fields = _field_changes(_dump(previous), _dump(entity))
             if fields:
                 changes.append(EntityChange(section, entity.id, "changed", fields))

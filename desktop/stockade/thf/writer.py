@@ -582,8 +582,13 @@ def save(model: ThreatModel, path: str | os.PathLike[str]) -> None:
 
 
 def save_text(text: str, path: str | os.PathLike[str]) -> None:
-    """Atomically replace `path` with `text` (UTF-8); see `save`."""
-    target = Path(path)
+    """Atomically replace `path` with `text` (UTF-8); see `save`.
+
+    A symbolic link is written through: the file it points to is replaced (its temporary file
+    made beside it, so the rename stays on one file system) and the link is kept. `fmt`, the
+    app's Save and `assist --write` therefore all behave the same on a linked model.
+    """
+    target = Path(os.path.realpath(path))
     folder = target.parent if str(target.parent) else Path(".")
     try:
         data = text.encode("utf-8")

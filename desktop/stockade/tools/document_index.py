@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from stockade.protocol.secret_scan import redacted
 from stockade.thf.columns import columns_of
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
@@ -74,6 +75,11 @@ _ID = attrgetter("id")
 
 def haystack(kind: str, entity: Any) -> str:
     """The lower-cased text the `text` filter searches, one field per line."""
+    return raw_haystack(kind, entity).lower()
+
+
+def raw_haystack(kind: str, entity: Any) -> str:
+    """The text the `text` filter searches, one field per line, as written."""
     parts = [p for p in _TEXT_FIELDS[kind](entity) if p is not None]
     if kind == "elements":
         for values in _ELEMENT_LISTS(entity):
@@ -83,7 +89,7 @@ def haystack(kind: str, entity: Any) -> str:
         parts += entity.data
     elif kind == "threats" and entity.mitigation is not None:
         parts.append(entity.mitigation.description)
-    return "\n".join(parts).lower()
+    return "\n".join(parts)
 
 
 # The same texts for a whole section, read through each record's `__dict__` (a pydantic
@@ -155,8 +161,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "kind", "length",
-                 "section")
+    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "kind",
+                 "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -169,6 +175,7 @@ class SectionIndex:
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
         self._haystacks: list[str] | None = None
+        self._shown: dict[int, str] = {}
 
     def column(self, field: str) -> list[Any]:
         """`field` of every entity, by position."""
@@ -287,6 +294,16 @@ class SectionIndex:
         if self._haystacks is None:
             self._haystacks = section_haystacks(self.kind, self.section)
         return self._haystacks
+
+    def shown_haystack(self, position: int) -> str:
+        """The haystack at `position` as the model is shown it: secret-shaped strings replaced
+        (before lower-casing, since the patterns are case-sensitive). Made on demand, for the
+        entities a raw haystack already matched, and kept."""
+        shown = self._shown.get(position)
+        if shown is None:
+            shown = redacted(raw_haystack(self.kind, self.section[position])).lower()
+            self._shown[position] = shown
+        return shown
 
 
 _lock = threading.Lock()

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BeforeValidator, Field
 
 from stockade.catalog.registry import ComponentCatalog, ComponentEntry, default_catalog
+from stockade.protocol.secret_scan import redacted
 from stockade.thf.model import (
     DataFlow,
     Element,
@@ -484,7 +485,9 @@ def document_summary(document: ThreatModel) -> dict[str, Any]:
 def get_entity_result(document: ThreatModel, kind: str, entity_id: str) -> str | ReadError:
     """Fenced result of `get_entity`, or `unknown_id` / `entity_too_large`."""
     section: Sequence[Any] = getattr(document, kind)
-    position = section_index(document, kind).position(entity_id)
+    # A secret-shaped id is never found: the model is shown it redacted, so finding it by its
+    # value would confirm a guess.
+    position = section_index(document, kind).position(entity_id) if _plain(entity_id) else -1
     if position < 0:
         return ReadError(ReadFailure.UNKNOWN_ID, unknown_id_message(kind, entity_id, len(section)))
     entity = section[position]
@@ -495,13 +498,22 @@ def get_entity_result(document: ThreatModel, kind: str, entity_id: str) -> str |
         return ReadError(ReadFailure.ENTITY_TOO_LARGE, entity_too_large_message(kind, entity_id, exc.size))
 
 
+_NEVER: Any = object()
+"""Equal to no field value (a filter that can match nothing)."""
+
+
+def _plain(value: str) -> bool:
+    """Whether `value` holds nothing the model is shown redacted."""
+    return redacted(value) == value
+
+
 def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:
     """Positions passing the `text` and `references` filters (from the section's tables), or
     None if neither is given."""
     index = section_index(document, kind)
     positions: list[int] | None = None
     if query.references is not None:
-        positions = index.referrers(query.references)
+        positions = index.referrers(query.references) if _plain(query.references) else []
     if query.text is not None:
         needle = query.text.lower()
         haystacks = index.haystacks()
@@ -509,21 +521,27 @@ def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) ->
             positions = list(compress(count(), map(contains, haystacks, repeat(needle))))
         else:
             positions = [i for i in positions if needle in haystacks[i]]
+        # Match what the model is shown: a secret in the document is `[redacted-secret]` in
+        # every result, so a guess at it must not be confirmed by a match count either.
+        shown = index.shown_haystack
+        positions = [i for i in positions if needle in shown(i)]
     return positions
 
 
 def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
     """The filters other than `text` and `references`, which read the entity itself."""
     checks: list[Callable[[Any], bool]] = []
+    # Exact filters on text fields compare what the model is shown: a secret-shaped value is
+    # never matched by its value (the scan runs only on values that already matched).
     if query.element_type is not None:
-        element_type = query.element_type
+        element_type: Any = query.element_type if _plain(query.element_type) else _NEVER
         checks.append(lambda e: e.type == element_type)
     if query.trust_zone is not None:
-        zone = query.trust_zone
+        zone: Any = query.trust_zone if _plain(query.trust_zone) else _NEVER
         checks.append(lambda e: e.trust_zone == zone)
     if query.protocol is not None:
         protocol = query.protocol.lower()
-        checks.append(lambda e: e.protocol.lower() == protocol)
+        checks.append(lambda e: e.protocol.lower() == protocol and _plain(e.protocol))
     if query.authenticated is not None:
         authenticated = query.authenticated
         checks.append(lambda e: e.authenticated is authenticated)

@@ -18,6 +18,8 @@ from stockade.tools.runtime import (
     ToolContext,
     ToolEffect,
     ToolOutcome,
+    input_problem,
+    refusal_of,
 )
 from stockade.tools.schema import InputT, json_schema, parse_input
 
@@ -98,6 +100,12 @@ class DefinedTool(Generic[InputT]):
         return parse_input(self._input_model, raw)
 
     def prepare(self, raw: Any) -> PrepareResult:
+        refusal = refusal_of(raw)
+        if refusal is not None:
+            return PrepareFailed(issues=(refusal,))
+        problem = input_problem(raw)
+        if problem is not None:
+            return PrepareFailed(issues=(problem,))
         parsed = self.parse(raw)
         if isinstance(parsed, list):
             return PrepareFailed(issues=tuple(parsed))

@@ -1,8 +1,10 @@
-"""Tool runtime types: effects, prepared calls, outcomes and the execution context."""
+"""Tool runtime types: effects, prepared calls, outcomes, the execution context, and the bounds
+every tool call from a model must keep before any tool looks at it."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -81,3 +83,92 @@ class Tool(Protocol):
     def input_schema(self) -> dict[str, Any]: ...
 
     def prepare(self, raw: Any) -> PrepareResult: ...
+
+
+MAX_CALL_ID_LENGTH = 128
+"""Providers' own call ids are about 30 characters; a longer one is not a provider's."""
+MAX_TOOL_NAME_LENGTH = 128
+MAX_INPUT_DEPTH = 64
+"""No tool input nests deeper than a few levels; 64 keeps every later walk off the stack limit."""
+MAX_INPUT_BYTES = 64 * 1024
+"""Far above any real tool input (document fields are capped much lower)."""
+REFUSED_INPUT_KEY = "stockade_refused_input"
+"""The one key of the stand-in input a refused call carries in the conversation (the model's
+own input could not be kept: it would break the next request); `prepare` answers it with the
+refusal it names."""
+_PATH_CAP = 80
+
+
+def _shown_path(path: str) -> str:
+    path = path or "input"
+    return path if len(path) <= _PATH_CAP else path[: _PATH_CAP - 1] + "…"
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def input_problem(raw: Any) -> str | None:
+    """Why a tool input from a model can never be run, as one `path: message` issue (None when
+    it is plain, bounded JSON).
+
+    Refused: numbers that are not finite (NaN, infinity), nesting deeper than
+    `MAX_INPUT_DEPTH`, more than `MAX_INPUT_BYTES` of content, keys that are not strings and
+    values JSON cannot hold. The walk is iterative, so a hostile input cannot exhaust the stack.
+    """
+    stack: list[tuple[Any, int, str]] = [(raw, 1, "")]
+    size = 0
+    while stack:
+        value, depth, path = stack.pop()
+        if depth > MAX_INPUT_DEPTH:
+            return f"input: nests deeper than {MAX_INPUT_DEPTH} levels"
+        if value is None or isinstance(value, bool):
+            size += 5
+        elif isinstance(value, int):
+            size += value.bit_length() // 3 + 1
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"{_shown_path(path)}: must be a finite number"
+            size += 24
+        elif isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, dict):
+            size += 2
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{_shown_path(path)}: has a key that is not a string"
+                size += len(key) + 4
+                stack.append((item, depth + 1, _child(path, key)))
+        elif isinstance(value, list):
+            size += 2
+            stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(value))
+        else:
+            return f"{_shown_path(path)}: holds a value JSON cannot carry"
+        if size > MAX_INPUT_BYTES:
+            return f"input: is larger than {MAX_INPUT_BYTES // 1024} KiB"
+    return None
+
+
+def call_problem(call_id: str, name: str, raw: Any) -> str | None:
+    """Why a whole tool call from a model is refused before any tool sees it (see
+    `input_problem`; ids and names are bounded too)."""
+    if not isinstance(call_id, str) or len(call_id) > MAX_CALL_ID_LENGTH:
+        return f"id: is longer than {MAX_CALL_ID_LENGTH} characters"
+    if not isinstance(name, str) or len(name) > MAX_TOOL_NAME_LENGTH:
+        return f"name: is longer than {MAX_TOOL_NAME_LENGTH} characters"
+    return input_problem(raw)
+
+
+def refused_input(problem: str) -> dict[str, str]:
+    """The stand-in a refused call carries instead of its input (see `REFUSED_INPUT_KEY`)."""
+    return {REFUSED_INPUT_KEY: f"Not run: {problem}. Send the call again with a plain, "
+                               "bounded JSON input."}
+
+
+def refusal_of(raw: Any) -> str | None:
+    """The refusal text when `raw` is a refused call's stand-in, else None."""
+    if isinstance(raw, dict) and len(raw) == 1:
+        text = raw.get(REFUSED_INPUT_KEY)
+        if isinstance(text, str):
+            return text
+    return None

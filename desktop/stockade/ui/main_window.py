@@ -384,6 +384,8 @@ class MainWindow(QMainWindow):
             settings.setValue("geometry", self.saveGeometry())
             settings.setValue("splitter", self.splitter.saveState())
             crash_handler.set_notifier(None)
+            if self._validation is not None:
+                self._validation.cancel()  # its answer would land on deleted status labels
             if self.assistant is not None:
                 self.assistant.prepare_to_close()  # park a turn awaiting approval
             event.accept()

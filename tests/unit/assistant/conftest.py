@@ -63,8 +63,25 @@ def model_file(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_kind(request: pytest.FixtureRequest, secrets: DictSecrets,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every service test on both stores: the SQLite file, and a fresh team on the test
+    PostgreSQL server (an analyst's role, chosen the way users choose it: STOCKADE_DATABASE_URL,
+    with the team's key in the keyring)."""
+    if request.param == "postgres":
+        from stockade.governance.teamkeys import new_team_key, team_key_name
+        from tests.helpers.teams import new_team
+
+        team = new_team(request.getfixturevalue("postgres_server"))
+        monkeypatch.setenv("STOCKADE_DATABASE_URL", team.url(next(iter(team.members))))
+        secrets.set_secret(team_key_name(team.team), new_team_key())
+    yield request.param
+
+
 @pytest.fixture
-def service(secrets: DictSecrets, scripts: Scripts) -> Iterator[AssistantService]:
+def service(store_kind: str, secrets: DictSecrets, scripts: Scripts
+            ) -> Iterator[AssistantService]:
     worker = GovernanceWorker(lambda: open_governance(secrets=secrets, recover=False))
     svc = AssistantService(worker, provider_factory=scripts.factory)
     yield svc

@@ -70,8 +70,8 @@ def test_the_trajectory_holds_no_prompt_text(service: AssistantService, scripts:
                                              gov: Governance, model_file: Path) -> None:
     scripts.add(ScriptedProvider(text_reply("ok")))
     start(service, model_file, "a very particular prompt phrase")
-    raw = gov.db.read().execute("SELECT group_concat(payload) FROM event").fetchone()[0]
-    assert "particular" not in raw
+    payloads = [p for (p,) in gov.db.read().execute("SELECT payload FROM event").fetchall()]
+    assert payloads and not any("particular" in p for p in payloads)
 
 
 def test_a_model_without_a_price_is_refused_before_anything_runs(
@@ -411,13 +411,13 @@ def test_an_absurd_tool_name_from_the_model_is_audited_as_a_digest(
     assert proposed.payload["tool"].startswith("sha256:")
 
 
-def test_a_failed_request_is_refunded(service: AssistantService, scripts: Scripts,
-                                      gov: Governance, model_file: Path) -> None:
+def test_a_request_that_never_started_is_refunded(service: AssistantService, scripts: Scripts,
+                                                  gov: Governance, model_file: Path) -> None:
     from stockade.protocol.errors import ErrorCode, ProtocolError
-    from stockade.protocol.events import MessageStart, StreamError
+    from stockade.protocol.events import StreamError
 
-    scripts.add(ScriptedProvider([MessageStart("m"), StreamError(
-        ProtocolError(ErrorCode.HTTP_STATUS, "boom", status=500))]))
+    scripts.add(ScriptedProvider([StreamError(
+        ProtocolError(ErrorCode.HTTP_STATUS, "bad request", status=400))]))
     turn = start(service, model_file, "hello")
     summary = run(turn.summary())
     assert summary.outcome is RunOutcome.FAILED and summary.credits_spent == 0
@@ -426,7 +426,22 @@ def test_a_failed_request_is_refunded(service: AssistantService, scripts: Script
     assert balanced(gov)
 
 
-def test_reported_usage_above_the_reservation_is_charged_at_the_reservation(
+def test_a_stream_that_fails_after_it_started_is_charged_at_the_reservation(
+        service: AssistantService, scripts: Scripts, gov: Governance, model_file: Path) -> None:
+    from stockade.protocol.errors import ErrorCode, ProtocolError
+    from stockade.protocol.events import MessageStart, StreamError
+
+    scripts.add(ScriptedProvider([MessageStart("m"), StreamError(
+        ProtocolError(ErrorCode.HTTP_STATUS, "boom", status=500))]))
+    turn = start(service, model_file, "hello")
+    summary = run(turn.summary())
+    row = gov.db.read().execute("SELECT status, reserved, settled FROM reservation").fetchone()
+    assert row[0] == "settled" and row[1] > 0 and row[2] == row[1]
+    assert summary.outcome is RunOutcome.FAILED and summary.credits_spent == row[1]
+    assert balanced(gov)
+
+
+def test_reported_usage_above_the_reservation_is_charged_in_full_and_stops_the_turn(
         service: AssistantService, scripts: Scripts, gov: Governance, model_file: Path) -> None:
     scripts.add(ScriptedProvider(text_reply("big", usage=(50_000_000, 9_000_000))))
     cfg = config()
@@ -436,9 +451,13 @@ def test_reported_usage_above_the_reservation_is_charged_at_the_reservation(
                                                        credit_budget=100_000))
     turn = run(service.start_turn(small, DocumentSession(read_file(model_file)),
                                   document_path=str(model_file), prompt="hello"))
-    hold = gov.db.read().execute("SELECT reserved, settled, actual FROM reservation").fetchone()
-    assert hold[1] == hold[0] < hold[2]
-    assert run(turn.summary()).credits_spent == hold[0]
+    hold = gov.db.read().execute(
+        "SELECT reserved, settled, actual, overrun FROM reservation").fetchone()
+    assert hold[1] == hold[0] < hold[2] and hold[3] == hold[2] - hold[0]
+    summary = run(turn.summary())
+    assert summary.credits_spent == hold[2] and summary.credits_over_reservation == hold[3]
+    assert "above what was reserved" in summary.usage_line()
+    assert [e.kind for e in gov.trajectory.events(turn.run_id)].count("meter.overrun") == 1
 
 
 # -- writing back --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +10,17 @@ import pytest
 
 from stockade.governance.ledger import Ledger
 from stockade.governance.trajectory import Trajectory
-from stockade.store import Database, open_database
+from stockade.store import MemberKind, Store, open_database
+from stockade.store.postgres.database import PermissionDenied, StoreIntegrityError
+
+REFUSED = (sqlite3.IntegrityError, StoreIntegrityError, PermissionDenied)
+"""What either store raises when a trigger, constraint or privilege refuses raw SQL."""
+
+
+SQLITE_FILE_ONLY = pytest.mark.parametrize("db", ["sqlite"], indirect=True)
+"""For tests that go around the store through the SQLite file itself (dropping its triggers,
+holding its lock from another connection); `tests/unit/store/test_team_store.py` does the
+same to a team database as its owner would."""
 
 
 class FakeClock:
@@ -35,11 +46,20 @@ class DictSecrets:
         self.items[name] = value
 
 
-@pytest.fixture
-def db(stockade_home: Path) -> Iterator[Database]:
-    database = open_database()
-    yield database
-    database.close()
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, stockade_home: Path) -> Iterator[Store]:
+    """The same governance tests against both stores: the SQLite file, and a fresh team on
+    the test PostgreSQL server (an analyst's connection)."""
+    if request.param == "sqlite":
+        database: Store = open_database()
+        yield database
+        database.close()
+        return
+    from tests.helpers.teams import new_team
+
+    team = new_team(request.getfixturevalue("postgres_server"))
+    yield team.open(team.role(MemberKind.ANALYST))
+    team.close()
 
 
 @pytest.fixture
@@ -48,12 +68,12 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def trajectory(db: Database, clock: FakeClock) -> Trajectory:
+def trajectory(db: Store, clock: FakeClock) -> Trajectory:
     return Trajectory(db, clock)
 
 
 @pytest.fixture
-def ledger(db: Database, clock: FakeClock) -> Ledger:
+def ledger(db: Store, clock: FakeClock) -> Ledger:
     return Ledger(db, clock)
 
 

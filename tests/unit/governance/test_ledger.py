@@ -1,4 +1,4 @@
-"""The ledger: limits checked before each hold, settle capped at the hold, rows always balance."""
+"""The ledger: limits checked before each hold, usage charged in full, rows always balance."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from stockade.governance.ledger import CreditBudgets, Hold, Ledger, LimitKind, LimitRefusal
 from stockade.store.reservations import ReservationStatus
 from tests.conftest import examples
-from tests.unit.governance.conftest import FakeClock
+from tests.unit.governance.conftest import REFUSED, FakeClock
 
 DAY_MS = 86_400_000
 
@@ -44,12 +44,17 @@ def test_settling_below_the_hold_frees_the_rest_for_the_turn(ledger: Ledger) -> 
     assert isinstance(_reserve(ledger, "r1", 120, budgets), Hold)
 
 
-def test_usage_above_the_hold_is_charged_at_the_hold_and_recorded(ledger: Ledger) -> None:
+def test_usage_above_the_hold_is_charged_in_full(ledger: Ledger) -> None:
     hold = _reserve(ledger, "r1", 40, CreditBudgets(per_turn=40))
     assert isinstance(hold, Hold)
     settlement = ledger.settle(hold.id, actual=75)
-    assert settlement.settled == 40 and settlement.actual == 75 and settlement.over_reservation
-    assert ledger.spent_for_run("r1") == 40
+    assert settlement.settled == 40 and settlement.overrun == 35 and settlement.charged == 75
+    assert settlement.over_reservation and ledger.spent_for_run("r1") == 75
+    # The row still balances (reserved = settled + released); the overrun is charged on top,
+    # and every window counts it.
+    totals = ledger.totals("r1")
+    assert totals.reserved == totals.settled + totals.released and totals.overrun == 35
+    assert ledger.window_spend() == (75, 75)
 
 
 def test_a_failed_request_is_refunded(ledger: Ledger) -> None:
@@ -98,14 +103,12 @@ def test_zero_cost_requests_are_never_blocked(ledger: Ledger) -> None:
 
 
 def test_closed_ledger_rows_cannot_be_changed_or_deleted(ledger: Ledger) -> None:
-    import sqlite3
-
     hold = _reserve(ledger, "r1", 40, CreditBudgets(per_turn=100))
     assert isinstance(hold, Hold)
     ledger.settle(hold.id, actual=10)
-    with pytest.raises(sqlite3.IntegrityError), ledger.db.write() as conn:
+    with pytest.raises(REFUSED), ledger.db.write() as conn:
         conn.execute("UPDATE reservation SET settled = 0 WHERE id = ?", (hold.id,))
-    with pytest.raises(sqlite3.IntegrityError), ledger.db.write() as conn:
+    with pytest.raises(REFUSED), ledger.db.write() as conn:
         conn.execute("DELETE FROM reservation")
 
 
@@ -142,6 +145,9 @@ def test_spend_never_exceeds_the_budget_and_the_ledger_always_balances(
         totals = ledger.totals(run_id)
         assert totals.reserved == totals.settled + totals.released
         assert totals.open_count == 0
-        assert ledger.spent_for_run(run_id) <= budget
+        # Holds never exceed the budget; only usage reported above a hold (charged in full,
+        # and the turn stopped) can take spend past it, by exactly that overrun.
+        assert ledger.spent_for_run(run_id) - totals.overrun <= budget
+        assert ledger.spent_for_run(run_id) == totals.settled + totals.overrun
     everything = ledger.totals()
     assert everything.reserved == everything.settled + everything.released

@@ -12,9 +12,9 @@ from stockade.governance.ledger import CreditBudgets, Hold, Ledger
 from stockade.governance.runstate import RunStates
 from stockade.governance.sealing import SnapshotKeyMissing, SnapshotKeys, SnapshotTampered
 from stockade.governance.trajectory import Trajectory
-from stockade.store import ConflictError, Database, NotFoundError
+from stockade.store import ConflictError, NotFoundError, Store
 from stockade.store.runs import Decision, PendingCallRow, RunStatus
-from tests.unit.governance.conftest import DictSecrets, FakeClock
+from tests.unit.governance.conftest import SQLITE_FILE_ONLY, DictSecrets, FakeClock
 
 DOC = "sha256:" + "d" * 64
 PENDING = [PendingCallRow("call-1", 0, "add_threat", "sha256:" + "1" * 64, False),
@@ -22,7 +22,7 @@ PENDING = [PendingCallRow("call-1", 0, "add_threat", "sha256:" + "1" * 64, False
 
 
 @pytest.fixture
-def runs(db: Database, trajectory: Trajectory, ledger: Ledger, secrets: DictSecrets,
+def runs(db: Store, trajectory: Trajectory, ledger: Ledger, secrets: DictSecrets,
          clock: FakeClock) -> RunStates:
     return RunStates(db, trajectory, ledger, SnapshotKeys(secrets), clock)
 
@@ -40,7 +40,7 @@ def _decide_all(runs: RunStates, run_id: str) -> None:
     runs.decide(run_id, "call-2", Decision.DENIED, "alice", "too risky")
 
 
-def test_park_stores_a_sealed_snapshot_and_pending_calls(runs: RunStates, db: Database) -> None:
+def test_park_stores_a_sealed_snapshot_and_pending_calls(runs: RunStates, db: Store) -> None:
     run_id = _parked(runs)
     row = runs.get(run_id)
     assert row.status is RunStatus.PARKED and not row.claimed and row.has_snapshot
@@ -119,7 +119,8 @@ def test_resume_is_refused_without_the_keyring_key(runs: RunStates, secrets: Dic
     assert runs.get(run_id).status is RunStatus.PARKED
 
 
-def test_resume_is_refused_for_a_tampered_snapshot(runs: RunStates, db: Database) -> None:
+@SQLITE_FILE_ONLY
+def test_resume_is_refused_for_a_tampered_snapshot(runs: RunStates, db: Store) -> None:
     run_id = _parked(runs)
     _decide_all(runs, run_id)
     raw = sqlite3.connect(db.path)
@@ -132,7 +133,8 @@ def test_resume_is_refused_for_a_tampered_snapshot(runs: RunStates, db: Database
     assert runs.get(run_id).status is RunStatus.PARKED
 
 
-def test_a_snapshot_copied_from_another_run_is_refused(runs: RunStates, db: Database) -> None:
+@SQLITE_FILE_ONLY
+def test_a_snapshot_copied_from_another_run_is_refused(runs: RunStates, db: Store) -> None:
     _parked(runs, "run-a")
     _parked(runs, "run-b")
     raw = sqlite3.connect(db.path)
@@ -192,7 +194,7 @@ def test_recovery_releases_holds_left_without_a_running_run_and_keeps_live_ones(
 
 
 def test_a_run_whose_process_died_is_marked_interrupted_and_its_holds_released(
-    runs: RunStates, db: Database, ledger: Ledger, trajectory: Trajectory
+    runs: RunStates, db: Store, ledger: Ledger, trajectory: Trajectory
 ) -> None:
     runs.start("dead", document_path="/x", document_digest=DOC, provider="p", model="m",
                payload={})

@@ -79,14 +79,14 @@ def test_the_real_keystore_holds_the_key() -> None:
     assert SnapshotKeys(KeyStore(use_env=False)).existing() == key
 
 
-def test_sealing_is_refused_when_only_a_session_keyring_exists() -> None:
+def test_a_session_only_keyring_asks_for_a_passphrase_instead_of_a_key() -> None:
     from keyring.backends.fail import Keyring as FailKeyring
 
-    from stockade.governance.sealing import SealError
+    from stockade.governance.sealing import PassphraseRequired
     from stockade.secrets import KeyStore
 
     store = KeyStore(FailKeyring(), use_env=False)
-    with pytest.raises(SealError, match="cannot be parked"):
+    with pytest.raises(PassphraseRequired, match="passphrase"):
         SnapshotKeys(store).for_sealing()
 
 
@@ -112,3 +112,68 @@ def test_a_malformed_environment_snapshot_key_is_refused(monkeypatch: pytest.Mon
     monkeypatch.setenv(SNAPSHOT_KEY_ENV, "not-base64!")
     with pytest.raises(SealError, match="STOCKADE_SNAPSHOT_KEY"):
         SnapshotKeys(DictSecrets()).existing()
+
+
+def test_the_seal_version_is_bound_into_the_associated_data() -> None:
+    from stockade.governance.sealing import envelope_info
+
+    envelope = bytearray(seal(b"state", KEY, "run-1", seal_version=3))
+    assert envelope_info(bytes(envelope), "run-1").seal_version == 3
+    envelope[10] = 1  # claim an older (or newer) version
+    with pytest.raises(SnapshotTampered, match="failed authentication"):
+        unseal(bytes(envelope), KEY, "run-1")
+
+
+def test_a_version_1_envelope_from_an_earlier_build_still_opens() -> None:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from stockade.governance.sealing import envelope_info
+
+    header = b"STKS" + bytes([1, 1])
+    nonce = os.urandom(12)
+    v1 = header + nonce + AESGCM(KEY).encrypt(nonce, b"old state", header + b"|run|run-1")
+    assert unseal(v1, KEY, "run-1") == b"old state"
+    assert envelope_info(v1, "run-1").seal_version == 0
+
+
+def test_a_passphrase_seal_opens_only_with_that_passphrase() -> None:
+    from stockade.governance.sealing import ScryptParams, envelope_info
+
+    params = ScryptParams(14, 8, 1, os.urandom(16))  # cheaper than the default, same code
+    envelope = seal(b"parked", params.derive("correct horse"), "run-1", seal_version=1,
+                    scrypt=params)
+    info = envelope_info(envelope, "run-1")
+    assert info.scrypt == params and info.seal_version == 1
+    assert unseal(envelope, info.scrypt.derive("correct horse"), "run-1") == b"parked"
+    with pytest.raises(SnapshotTampered, match="passphrase is wrong"):
+        unseal(envelope, info.scrypt.derive("correct horsf"), "run-1")
+
+
+def test_out_of_range_scrypt_costs_in_a_header_are_refused_before_deriving() -> None:
+    from stockade.governance.sealing import ScryptParams, envelope_info
+
+    params = ScryptParams(14, 8, 1, os.urandom(16))
+    envelope = bytearray(seal(b"x", params.derive("pw-123456"), "r", scrypt=params))
+    envelope[11] = 40  # 2**40: a hostile header must not make us allocate terabytes
+    with pytest.raises(SnapshotTampered, match="damaged or altered"):
+        envelope_info(bytes(envelope), "r")
+
+
+def test_derived_keys_differ_per_purpose_and_are_stable() -> None:
+    from stockade.governance.sealing import derive_key
+
+    assert derive_key(KEY, b"a") == derive_key(KEY, b"a") != derive_key(KEY, b"b")
+    assert derive_key(KEY, b"a") != KEY and len(derive_key(KEY, b"a")) == 32
+
+
+def test_a_locked_keyring_never_gets_a_second_snapshot_key() -> None:
+    from stockade.governance.sealing import SnapshotKeyUnreadable
+
+    class Locked(DictSecrets):
+        def get_secret(self, name: str) -> str | None:
+            raise RuntimeError("locked")
+
+    store = Locked()
+    with pytest.raises(SnapshotKeyUnreadable):
+        SnapshotKeys(store).for_sealing()
+    assert store.items == {}

@@ -92,7 +92,8 @@ class RecordingHooks:
         self.requests += 1
         if self.refuse is not None:
             return self.refuse
-        return RequestPermit(handle=f"p{self.requests}")
+        # The hold covers the charge, as a real meter's upper bound does.
+        return RequestPermit(handle=f"p{self.requests}", reserved_credits=self.credits_per_request)
 
     async def after_request(self, permit: RequestPermit, usage: Any, failed: bool) -> int:
         self.settled.append((permit, usage, failed))

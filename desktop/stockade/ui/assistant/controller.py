@@ -12,7 +12,12 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 
 from stockade.assistant.config import ConfigError, TurnConfig, TurnOverrides, actor_for
-from stockade.assistant.errors import REFUSALS, failure_text
+from stockade.assistant.errors import (
+    REFUSALS,
+    ParkUnavailable,
+    PassphraseRequired,
+    failure_text,
+)
 from stockade.assistant.records import RunInfo
 from stockade.assistant.service import UNSAVED_PREFIX, AssistantService
 from stockade.assistant.summary import final_text, turn_text
@@ -102,6 +107,8 @@ class AssistantController(QObject):
     """A `WaitingCallsDialog` asks what to do with waiting calls before the window closes."""
     turnPhaseShown = Signal(str)
     """The line under the turn changed to this text (every phase as it happens)."""
+    passphraseOpened = Signal(object)
+    """A `PassphraseDialog` was opened (no secure keyring: parked runs use a passphrase)."""
     turnSettled = Signal(str)
     parkedRunsChanged = Signal(int)
     turnParked = Signal(str)
@@ -596,7 +603,12 @@ class AssistantController(QObject):
         if turn is None or not turn.waiting:
             return False
         try:
-            await self.service.park(turn)
+            if not await self._park(turn):
+                if turn is self.turn and not self._closed:
+                    self.pane.set_notice("The turn was not saved for later; it is still "
+                                         "waiting here.")
+                    self.pane.set_pending(len(turn.pending()))
+                return False
         except REFUSALS as exc:  # unsaved, unreadable file, keyring or database
             log.info("parking the turn failed: %s", type(exc).__name__)
             if turn is self.turn and not self._closed:
@@ -608,6 +620,18 @@ class AssistantController(QObject):
         if turn is self.turn and not self._closed:
             self._after_park(turn)
             await self.refresh_parked()
+        return True
+
+    async def _park(self, turn: Turn) -> bool:
+        """Park `turn`, asking for a passphrase where no secure keyring exists; False when the
+        user cancelled that question (the turn still waits). Refusals propagate."""
+        try:
+            await self.service.park(turn)
+        except PassphraseRequired:
+            passphrase = await self.ask_passphrase(confirm=True)
+            if passphrase is None:
+                return False
+            await self.service.park(turn, passphrase=passphrase)
         return True
 
     def _after_park(self, turn: Turn) -> None:
@@ -657,10 +681,10 @@ class AssistantController(QObject):
                 await self._deny_all_on_close(turn)
                 return True
             try:
-                await self.service.park(turn)
+                if not await self._park(turn):
+                    continue  # the passphrase was not given: ask again
             except REFUSALS as exc:
-                # The seam for other ways to keep a turn (a passphrase where no secure keyring
-                # exists): say why, and ask again without this choice.
+                # Say why, and ask again without this choice.
                 log.info("parking on close failed: %s", type(exc).__name__)
                 unavailable = park_unavailable_reason(exc)
                 continue
@@ -726,9 +750,10 @@ class AssistantController(QObject):
         kept, it is stopped and the pane says so: its calls are not run, never dropped
         silently."""
         try:
-            await self.service.park(turn)
+            if not await self._park(turn):
+                raise ParkUnavailable("no passphrase was given to keep it without a keyring")
             self.turnParked.emit(turn.run_id)
-        except REFUSALS as exc:
+        except REFUSALS as exc:  # ParkUnavailable included
             log.info("the waiting turn could not be parked: %s", type(exc).__name__)
             waiting = len(turn.pending())
             turn.cancel()
@@ -762,7 +787,7 @@ class AssistantController(QObject):
         runs: list[RunInfo] = []
         try:
             if path is not None and not self._closed:
-                runs = await self.service.list_parked(path)
+                runs = await self.service.list_parked(path, settings=self.settings)
         except REFUSALS as exc:
             if not self._closed:
                 self.pane.set_error(failure_text(exc))
@@ -799,9 +824,23 @@ class AssistantController(QObject):
         finally:
             self._looping = False
 
+    async def ask_passphrase(self, *, confirm: bool) -> str | None:
+        """Ask for the passphrase parked runs are sealed under (no secure keyring here)."""
+        from stockade.ui.assistant.passphrase_dialog import PassphraseDialog
+
+        dialog = PassphraseDialog(self.window, confirm=confirm)
+        self.passphraseOpened.emit(dialog)
+        return await dialog.ask()
+
     async def _review_parked(self, run_id: str) -> None:
         try:
-            parked = await self.service.open_parked(run_id)
+            try:
+                parked = await self.service.open_parked(run_id)
+            except PassphraseRequired:  # sealed under a passphrase; once it opens, the key
+                passphrase = await self.ask_passphrase(confirm=False)  # is kept for the run
+                if passphrase is None or self._closed:
+                    return
+                parked = await self.service.open_parked(run_id, passphrase=passphrase)
         except REFUSALS as exc:  # store, keyring, tampered seal, unusable snapshot
             if not self._closed:
                 self.pane.set_error(f"This waiting turn cannot be opened: {failure_text(exc)}")
@@ -898,7 +937,7 @@ class AssistantController(QObject):
     async def open_audit_viewer(self) -> None:
         from stockade.ui.assistant.audit_viewer import AuditViewer
 
-        viewer = AuditViewer(self.service, self.window, self._spawn)
+        viewer = AuditViewer(self.service, self.window, self._spawn, self.window.prompts)
         await viewer.ask()
 
 

@@ -62,7 +62,7 @@ class AboutDialog(QDialog):
             ("Python", "aboutPython", self.facts.python),
             ("Platform", "aboutPlatform", self.facts.platform),
             ("Data folder", "aboutDataFolder", str(self.facts.data_folder)),
-            ("Store", "aboutStore", f"{self.facts.store} (SQLite)"),
+            ("Store", "aboutStore", self.facts.store_description),
             ("Logs", "aboutLogFolder", str(self.facts.log_folder)),
         ]
         for label, name, value in rows:
