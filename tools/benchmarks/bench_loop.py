@@ -147,7 +147,9 @@ class _MemoryHooks:
         from stockade.loop.hooks import RequestPermit
 
         self._requests += 1
-        return RequestPermit(handle=f"bench-{self._requests}")
+        # Reserves what `after_request` charges: the runner stops a turn whose request cost
+        # more than its reservation.
+        return RequestPermit(handle=f"bench-{self._requests}", reserved_credits=3)
 
     async def after_request(self, permit: Any, usage: Any, failed: bool) -> int:
         return 0 if failed else 3
