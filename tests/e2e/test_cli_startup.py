@@ -8,6 +8,7 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,19 @@ def test_validate_imports_neither_governance_nor_providers_nor_tools() -> None:
     for package in ("stockade.governance", "stockade.providers", "stockade.loop",
                     "stockade.tools", "stockade.store", "anthropic", "openai"):
         assert package not in loaded, package
+
+
+def test_validate_of_a_valid_file_builds_no_document_model(tmp_path: Path) -> None:
+    valid = tmp_path / "tiny.thf"
+    valid.write_text(
+        'version: "1.0"\nmetadata:\n  title: Tiny\n  author: me\n  created: 2026-01-01\n'
+        "  modified: 2026-01-01\nelements:\n  - id: a\n    type: process\n    name: A\n",
+        encoding="utf-8",
+    )
+    loaded = _modules_after(["validate", str(valid)])
+    for module in ("pydantic", "stockade.thf.model", "stockade.thf.writer", "yaml"):
+        assert module not in loaded, module
+    # An invalid one is read the full way, for its exact message.
+    invalid = tmp_path / "bad.thf"
+    invalid.write_text(valid.read_text(encoding="utf-8").replace("name: A", "name: [A]"), "utf-8")
+    assert "stockade.thf.model" in _modules_after(["validate", str(invalid)])

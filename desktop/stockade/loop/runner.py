@@ -76,6 +76,7 @@ from stockade.loop.transaction import (
     turn_undo_availability,
 )
 from stockade.loop.transaction import undo_turn as undo_ledger_turn
+from stockade.protocol.budget import estimate_tokens
 from stockade.protocol.errors import ProtocolError, ProtocolException
 from stockade.protocol.events import (
     Aborted,
@@ -199,6 +200,7 @@ class TurnRunner:
         # Each request repeats the messages of the one before: their audit JSON is kept by
         # identity (with the message, so the id is not reused) instead of rebuilt per request.
         self._message_json: dict[int, tuple[Message, str]] = {}
+        self._token_estimates: dict[int, tuple[Message, int]] = {}
         self._schema_chars: int | None = None
         self._driving = False
         self._inflight: asyncio.Future[Any] | None = None
@@ -481,6 +483,14 @@ class TurnRunner:
             self._message_json[id(message)] = kept
         return kept[1]
 
+    def _estimate_tokens(self, message: Message) -> int:
+        # Every request budgets the whole conversation again; its messages are immutable.
+        kept = self._token_estimates.get(id(message))
+        if kept is None or kept[0] is not message:
+            kept = (message, estimate_tokens(message))
+            self._token_estimates[id(message)] = kept
+        return kept[1]
+
     def _digest(self, document: ThreatModel) -> str:
         last = self._last_digest
         if last is not None and last[0] is document:
@@ -603,6 +613,7 @@ class TurnRunner:
                 max_input_tokens=info.context_window,
                 reserve_output_tokens=state.limits.reserve_output_tokens,
                 overhead_tokens=overhead,
+                estimate=self._estimate_tokens,
             )
         return ChatRequest(
             provider=self.provider_name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from stockade.protocol.errors import ProtocolException, context_overflow, utf16_len
 from stockade.protocol.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
@@ -65,13 +65,15 @@ def budget_messages(
     max_input_tokens: int,
     reserve_output_tokens: int,
     overhead_tokens: int = 0,
+    estimate: Callable[[Message], int] = estimate_tokens,
 ) -> tuple[Message, ...]:
     """The newest whole groups that fit `max_input_tokens - reserve_output_tokens - overhead`.
 
     Groups are taken newest first and the walk stops at the first that does not fit, so the
     kept history is always a contiguous tail. `overhead_tokens` lets a caller account for the
-    system prompt and tool schemas. Raises `ProtocolException(context_overflow)` when even the
-    newest group does not fit.
+    system prompt and tool schemas. `estimate` is `estimate_tokens` or a caller's memo of it
+    (a turn budgets the same messages on every request). Raises
+    `ProtocolException(context_overflow)` when even the newest group does not fit.
     """
     if not messages:
         return ()
@@ -79,7 +81,7 @@ def budget_messages(
     kept: list[TurnGroup] = []
     total = 0
     for group in reversed(turn_groups(messages)):
-        cost = sum(estimate_tokens(m) for m in group)
+        cost = sum(map(estimate, group))
         if total + cost > available:
             break
         kept.append(group)

@@ -9,9 +9,12 @@ list `a`'s keys in order, then keys only `b` has.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from stockade.thf.model import SECTION_NAMES, ThfModel, ThreatModel
+from stockade.thf.format import SECTION_NAMES
+
+if TYPE_CHECKING:
+    from stockade.thf.model import ThfModel, ThreatModel
 
 ChangeKind = Literal["added", "removed", "changed"]
 

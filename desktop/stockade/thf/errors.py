@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from stockade.thf.model import SUPPORTED_VERSIONS
+from stockade.thf.format import SUPPORTED_VERSIONS
 
 
 class ThfErrorCode(StrEnum):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0",)
+# Re-exported: these long lived here, and much of the code imports them from the model.
+from stockade.thf.format import SECTION_NAMES as SECTION_NAMES
+from stockade.thf.format import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
+from stockade.thf.format import calendar_date
 
 
 class StrideCategory(StrEnum):
@@ -52,37 +53,7 @@ class MitigationStatus(StrEnum):
     TRANSFERRED = "transferred"
 
 
-SECTION_NAMES: tuple[str, ...] = (
-    "layers",
-    "groups",
-    "elements",
-    "data_flows",
-    "relationships",
-    "trust_boundaries",
-    "threats",
-    "diagrams",
-)
-"""Every list-valued section, in canonical write order."""
-
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-def _calendar_date(value: Any) -> Any:
-    # YAML 1.1 loaders hand back `datetime.date` for bare dates; a datetime means the
-    # file carries a time of day, which the format forbids.
-    if isinstance(value, _dt.datetime):
-        raise ValueError("must be a calendar date in YYYY-MM-DD form, not a date with a time of day")
-    if isinstance(value, _dt.date):
-        return value.isoformat()
-    if isinstance(value, str):
-        if not _DATE_RE.match(value):
-            raise ValueError("must be a calendar date in YYYY-MM-DD form")
-        try:
-            _dt.date.fromisoformat(value)
-        except ValueError:
-            raise ValueError("must be a real calendar date in YYYY-MM-DD form") from None
-        return value
-    return value  # wrong type: the strict str check reports it
+CalendarDate = Annotated[str, BeforeValidator(calendar_date)]
 
 
 class _TextEnum:
@@ -102,7 +73,6 @@ class _TextEnum:
         return core_schema.chain_schema([core_schema.str_schema(strict=True), enum])
 
 
-CalendarDate = Annotated[str, BeforeValidator(_calendar_date)]
 # Strict floats accept integers (stored as floats) and refuse booleans and numeric strings,
 # all inside pydantic-core: positions are the most numerous scalars in a large model. `.nan`
 # and `.inf` are refused too: no canvas can place them and no other tool reads them back.

@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 import yaml_rs
 
 from stockade.thf.collector import collector_paused
 from stockade.thf.errors import CompatibilityWarning, ThfError, ThfErrorCode
-from stockade.thf.model import ThreatModel
-from stockade.thf.sidecar import merge_sidecar_layouts
 from stockade.thf.validate import compatibility_warnings, validate_document
+
+if TYPE_CHECKING:
+    from stockade.thf.model import ThreatModel
+
+# The document models (pydantic), the sidecar merge and PyYAML's scanner are imported where
+# they are needed: `check_file_with_warnings` on a valid file needs none of them, and they are
+# most of a command's start-up.
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file the reader accepts (a 10k-element model is about 6-8 MB)."""
@@ -64,24 +69,46 @@ def read_file_with_warnings(
     """Like `read_file`, plus the compatibility warnings of `read_text_with_warnings`."""
     model, warnings = read_text_with_warnings(_read_bounded(Path(path)))
     if merge_sidecar:
+        from stockade.thf.sidecar import merge_sidecar_layouts
+
         model = merge_sidecar_layouts(model, path)
     return model, warnings
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """What `check_file_with_warnings` found in a valid file: section sizes and warnings."""
+
+    counts: dict[str, int]
+    warnings: tuple[CompatibilityWarning, ...]
+
+
+def check_file_with_warnings(path: str | os.PathLike[str]) -> FileCheck:
+    """Whether the file at `path` opens, as `read_file_with_warnings` decides, without
+    building the document when the parsed data is plainly valid (`thf.check`).
+
+    Raises the same `ThfError` as `read_file_with_warnings` for a file that does not open:
+    anything the quick check is unsure of is read the full way.
+    """
+    from stockade.thf.check import is_plainly_valid, section_counts
+
+    raw = _read_bounded(Path(path))
+    with collector_paused():
+        parsed = _parse(_text_of(raw))
+        warnings = compatibility_warnings(parsed) if is_plainly_valid(parsed) else None
+        if warnings is None:
+            model = validate_document(parsed)  # raises the one error, if there is one
+            warnings = compatibility_warnings(parsed)
+            from stockade.thf.sidecar import merge_sidecar_layouts
+
+            merge_sidecar_layouts(model, path)  # as a read would (it may log a refusal)
+        return FileCheck(section_counts(parsed), warnings)
 
 
 def _read(
     data: str | bytes, *, with_warnings: bool
 ) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
-    if isinstance(data, bytes):
-        if len(data) > MAX_FILE_BYTES:
-            raise _too_large()
-        text = _decode(data)
-    else:
-        # Each character is at most four UTF-8 bytes, so most texts need no encoding to check.
-        if len(data) * 4 > MAX_FILE_BYTES and len(data.encode("utf-8", "surrogatepass")) > (
-            MAX_FILE_BYTES
-        ):
-            raise _too_large()
-        text = data[1:] if data.startswith("\ufeff") else data
+    text = _text_of(data)
     with collector_paused(promote_survivors=True):
         parsed = _parse(text)
         try:
@@ -93,11 +120,27 @@ def _read(
             del parsed
 
 
+def _text_of(data: str | bytes) -> str:
+    """The document text: size-bounded, strictly decoded, without a byte-order mark."""
+    if isinstance(data, bytes):
+        if len(data) > MAX_FILE_BYTES:
+            raise _too_large()
+        return _decode(data)
+    # Each character is at most four UTF-8 bytes, so most texts need no encoding to check.
+    if len(data) * 4 > MAX_FILE_BYTES and len(data.encode("utf-8", "surrogatepass")) > (
+        MAX_FILE_BYTES
+    ):
+        raise _too_large()
+    return data[1:] if data.startswith("\ufeff") else data
+
+
 def read_file(path: str | os.PathLike[str], *, merge_sidecar: bool = True) -> ThreatModel:
     """Read a `.thf` file; with `merge_sidecar`, fill layout from a legacy sidecar (§1.11)."""
     raw = _read_bounded(Path(path))
     model = read_text(raw)
     if merge_sidecar:
+        from stockade.thf.sidecar import merge_sidecar_layouts
+
         model = merge_sidecar_layouts(model, path)
     return model
 
@@ -210,6 +253,8 @@ def _tag_error() -> ThfError:
 
 def _has_tag(text: str) -> bool:
     """Exact check: does the token stream contain a tag? Only run when the pre-scan hits."""
+    import yaml
+
     try:
         return any(
             isinstance(token, yaml.TagToken)

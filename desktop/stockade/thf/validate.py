@@ -39,20 +39,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
+from stockade.thf.columns import SectionColumns
+from stockade.thf.columns import remember as remember_columns
 from stockade.thf.errors import (
     CompatibilityCode,
     CompatibilityWarning,
     ThfError,
     ThfErrorCode,
 )
-from stockade.thf.model import SECTION_NAMES, SUPPORTED_VERSIONS, Group, ThreatModel
+from stockade.thf.format import SECTION_NAMES, SUPPORTED_VERSIONS
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from stockade.thf.model import Group, ThreatModel
 
 _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 
@@ -60,55 +65,107 @@ _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 def validate_references(model: ThreatModel) -> None:
     """Raise the first duplicate id, dangling reference or group cycle, in the order above.
 
-    Runs on every AI commit, so the common case (a valid document) is decided with set
-    operations that iterate in C; only when something is wrong does the ordered scan run
-    to find the first problem in the documented order.
+    Runs on every AI commit, so the common case (a valid document) is decided in C-level
+    passes over each section's id and reference columns; only when something is wrong does
+    the ordered scan run to find the first problem in the documented order.
     """
-    if not _references_hold(model):
+    columns = reference_columns(
+        {section: getattr(model, section) for section in SECTION_NAMES}, attrgetter
+    )
+    if columns is None:
         _raise_first_problem(model)
-    _check_group_cycles(model.groups)
+        return
+    cycle = first_group_cycle(columns["groups"]["id"], columns["groups"]["parent"])
+    if cycle is not None:
+        raise ThfError.circular_group_nesting(cycle)
+    # The read tools' first lookups start from these columns (see `thf.columns`).
+    for section, section_columns in columns.items():
+        remember_columns(model, section, section_columns)
 
 
-_ID = attrgetter("id")
-_FROM = attrgetter("from_")
-_TO = attrgetter("to")
+REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {
+    "elements": ("layer", "group"),
+    "groups": ("parent",),
+    "data_flows": ("from_", "to"),
+    "relationships": ("from_", "to"),
+    "trust_boundaries": ("contains",),
+    "threats": ("element", "flow"),
+}
+"""Each section's fields that hold ids of other entities (attribute names)."""
+
+_NONE: frozenset[None] = frozenset({None})
 
 
-def _present(getter: attrgetter[Any], entities: Sequence[Any]) -> set[Any]:
-    values = set(map(getter, entities))
-    values.discard(None)
-    return values
+def reference_columns(
+    sections: Mapping[str, Sequence[Any]], getter: Callable[[str], Callable[[Any], Any]]
+) -> dict[str, SectionColumns] | None:
+    """Every section's id and reference columns when all ids are unique and every reference
+    resolves (everything but group cycles), else None (no order, no messages).
 
-
-def _references_hold(model: ThreatModel) -> bool:
-    """True when every check except the group cycles passes (no order, no messages)."""
-    id_sets: dict[str, set[str]] = {}
+    `getter(field)` reads one field of an entity: `attrgetter` for models, a dict lookup for
+    parsed records (`thf.check`). Each column is one C-level pass over its section; the checks
+    are membership tests in the sections' id sets, also in C.
+    """
+    columns: dict[str, SectionColumns] = {}
+    id_sets: dict[str, set[Any]] = {}
     for section in SECTION_NAMES:
-        entities = getattr(model, section)
-        ids = set(map(_ID, entities))
-        if len(ids) != len(entities):
-            return False
-        id_sets[section] = ids
+        entities = sections[section]
+        ids = list(map(getter("id"), entities))
+        id_set = set(ids)
+        if len(id_set) != len(ids):
+            return None
+        id_sets[section] = id_set
+        section_columns: SectionColumns = {"id": ids}
+        for field in REFERENCE_FIELDS.get(section, ()):
+            section_columns[field] = list(map(getter(field), entities))
+        columns[section] = section_columns
     elements = id_sets["elements"]
-    flows = id_sets["data_flows"]
     groups = id_sets["groups"]
     if not groups.isdisjoint(elements) or not groups.isdisjoint(id_sets["trust_boundaries"]):
-        return False
-    if not id_sets["relationships"].isdisjoint(flows):
-        return False
-    endpoints = set(map(_FROM, model.data_flows))
-    endpoints.update(map(_TO, model.data_flows))
-    endpoints.update(map(_FROM, model.relationships))
-    endpoints.update(map(_TO, model.relationships))
-    endpoints.update(chain.from_iterable(map(attrgetter("contains"), model.trust_boundaries)))
-    endpoints |= _present(attrgetter("element"), model.threats)
-    return (
-        endpoints <= elements
-        and _present(attrgetter("layer"), model.elements) <= id_sets["layers"]
-        and _present(attrgetter("group"), model.elements) <= groups
-        and _present(attrgetter("parent"), model.groups) <= groups
-        and _present(attrgetter("flow"), model.threats) <= flows
-    )
+        return None
+    if not id_sets["relationships"].isdisjoint(id_sets["data_flows"]):
+        return None
+    flows, relationships = columns["data_flows"], columns["relationships"]
+    threats, element_columns = columns["threats"], columns["elements"]
+    # `issuperset` of a list tests each member in C without building a set of it. Optional
+    # references may be None, which joins a copy of their target set.
+    if (
+        elements.issuperset(flows["from_"])
+        and elements.issuperset(flows["to"])
+        and elements.issuperset(relationships["from_"])
+        and elements.issuperset(relationships["to"])
+        and elements.issuperset(chain.from_iterable(columns["trust_boundaries"]["contains"]))
+        and (elements | _NONE).issuperset(threats["element"])
+        and (id_sets["layers"] | _NONE).issuperset(element_columns["layer"])
+        and (groups | _NONE).issuperset(element_columns["group"])
+        and (groups | _NONE).issuperset(columns["groups"]["parent"])
+        and (id_sets["data_flows"] | _NONE).issuperset(threats["flow"])
+    ):
+        return columns
+    return None
+
+
+def first_group_cycle(ids: Sequence[str], parents: Sequence[str | None]) -> str | None:
+    """The group at which the reference's walk first finds a cycle, or None.
+
+    Same answer as the reference's per-group walk (first group in document order whose walk
+    revisits a group; reported at that group), but linear: a group whose walk already
+    reached a root is never walked again. Parents are known to exist (check j ran first).
+    """
+    parent_of = dict(zip(ids, parents, strict=True))
+    reaches_root: set[str] = set()
+    for group_id, parent in zip(ids, parents, strict=True):
+        path: list[str] = [group_id]
+        on_path = {group_id}
+        current: str | None = parent
+        while current is not None and current not in reaches_root:
+            if current in on_path:
+                return current
+            path.append(current)
+            on_path.add(current)
+            current = parent_of.get(current)
+        reaches_root.update(path)
+    return None
 
 
 def _raise_first_problem(model: ThreatModel) -> None:
@@ -189,22 +246,9 @@ def _dangling(
 
 
 def _check_group_cycles(groups: Sequence[Group]) -> None:
-    # Same answer as the reference's per-group walk (first group in document order whose walk
-    # revisits a group; reported at that group), but linear: a group whose walk already
-    # reached a root is never walked again. Parents are known to exist (check j ran first).
-    parent_of = {g.id: g.parent for g in groups}
-    reaches_root: set[str] = set()
-    for group in groups:
-        path: list[str] = [group.id]
-        on_path = {group.id}
-        current: str | None = group.parent
-        while current is not None and current not in reaches_root:
-            if current in on_path:
-                raise ThfError.circular_group_nesting(current)
-            path.append(current)
-            on_path.add(current)
-            current = parent_of.get(current)
-        reaches_root.update(path)
+    cycle = first_group_cycle([g.id for g in groups], [g.parent for g in groups])
+    if cycle is not None:
+        raise ThfError.circular_group_nesting(cycle)
 
 
 def validate_document(data: Any) -> ThreatModel:
@@ -242,6 +286,12 @@ def validate_document(data: Any) -> ThreatModel:
             key: ([] if value is None and key in SECTION_NAMES else value)
             for key, value in data.items()
         }
+    # Imported here: the quick check (`thf.check`) and the command line's start-up use this
+    # module without building the document models' validators.
+    from pydantic import ValidationError
+
+    from stockade.thf.model import ThreatModel
+
     try:
         model = ThreatModel.model_validate(data)
     except ValidationError as exc:
@@ -298,7 +348,7 @@ def _check_unknown_fields(model: ThreatModel) -> None:
     for path, record, entity_id in records:
         for key, value in (record.__pydantic_extra__ or {}).items():
             field = f"{path}.{key}" if path else key
-            problem = _plain_data_problem(value)
+            problem = plain_data_problem(value)
             if problem is not None:
                 raise ThfError(
                     ThfErrorCode.INVALID_FIELD,
@@ -313,7 +363,8 @@ def _entity_path(section: str, entity: Any, index: int) -> str:
     return f"{section}[{entity.id}]" if isinstance(entity.id, str) else f"{section}[{index}]"
 
 
-def _plain_data_problem(value: Any) -> str | None:
+def plain_data_problem(value: Any) -> str | None:
+    """Why an unknown field's value could not be written back faithfully, or None."""
     # Iterative so that a hostile nesting depth cannot exhaust the interpreter stack.
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:

@@ -12,8 +12,10 @@ positions of the entities holding it), and the `text` filter's lower-cased hayst
 table is built when a read needs it, so a call pays only for what it reads:
 
 - The first lookup of an id, or of the entities holding a reference, in a section is one
-  C-level scan (`map`/`compress` over the entities, nothing kept): a document just opened,
-  or a section just edited, answers its first read without building anything.
+  C-level scan, nothing kept: of the id or reference column that validating the document
+  read (`stockade.thf.columns`, kept for a document just read or just committed), else of
+  the entities themselves. So a document just opened, or a section just edited, answers its
+  first read without building anything.
 - From the second lookup on, that field's table is built (id → position, or the reverse
   map), and every later lookup costs only its matches.
 
@@ -28,11 +30,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import compress, count, repeat
-from operator import attrgetter, contains, eq
+from operator import attrgetter, contains, eq, is_not, itemgetter
 from typing import Any
 
+from pydantic import BaseModel
+
 from stockade.protocol.secret_scan import redacted
+from stockade.thf.columns import columns_of
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
 CACHED_SECTIONS = 4 * len(SECTION_NAMES)
@@ -86,11 +92,70 @@ def raw_haystack(kind: str, entity: Any) -> str:
     return "\n".join(parts)
 
 
+# The same texts for a whole section, read through each record's `__dict__` (a pydantic
+# model's attribute reads go through its `__getattr__` hook, about twice as slow) and joined
+# without a Python call per field; `tests/unit/tools/test_document_index.py` checks them
+# against `haystack`.
+_RECORD_DICT = BaseModel.__dict__["__dict__"].__get__
+_is_not_none = partial(is_not, None)
+_TEXT_KEYS: dict[str, tuple[str, ...]] = {
+    "elements": ("id", "name", "type", "subtype", "trust_zone", "description",
+                 "technologies", "tags", "stores"),
+    "data_flows": ("id", "name", "protocol", "from_", "to", "data"),
+    "threats": ("id", "title", "category", "severity", "description", "mitigation"),
+}
+
+
+def section_haystacks(kind: str, section: Sequence[Any]) -> list[str]:
+    """`haystack(kind, e)` for every entity of a section, by position."""
+    keys = _TEXT_KEYS.get(kind)
+    if keys is None:
+        return [haystack(kind, entity) for entity in section]
+    rows = map(itemgetter(*keys), map(_RECORD_DICT, section))
+    join = "\n".join
+    out: list[str] = []
+    append = out.append
+    if kind == "elements":
+        for *head, technologies, tags, stores in rows:
+            parts = list(filter(_is_not_none, head))
+            if technologies:
+                parts += technologies
+            if tags:
+                parts += tags
+            if stores:
+                parts += stores
+            append(join(parts).lower())
+    elif kind == "data_flows":
+        for *head, data in rows:
+            append(join([*head, *data]).lower())
+    else:
+        for *head, mitigation in rows:
+            parts = list(filter(_is_not_none, head))
+            if mitigation is not None:
+                parts.append(mitigation.description)
+            append(join(parts).lower())
+    return out
+
+
 _LIST_FIELDS = frozenset({"contains"})
 """Reference fields that hold a list of ids (a member test) rather than one id."""
 
 SCANS_BEFORE_TABLE = 1
 """Lookups of one field a section answers by scanning before it builds that field's table."""
+
+
+def _positions_of(column: list[Any], value: Any) -> list[int]:
+    """Ascending positions where `column` holds `value`: `list.index` scans in C from one hit
+    to the next, so Python runs once per hit (faster than a compress/map pass)."""
+    found: list[int] = []
+    index = column.index
+    at = -1
+    try:
+        while True:
+            at = index(value, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
 
 
 class SectionIndex:
@@ -103,7 +168,9 @@ class SectionIndex:
         self.kind = kind
         self.section = section
         self.length = len(section)
-        self._columns: dict[str, list[Any]] = {}
+        # Columns the document's validation already read (`thf.columns`): a scan of one is a
+        # pass over a compact list instead of over the entities.
+        self._columns: dict[str, list[Any]] = dict(columns_of(section) or {})
         self._positions: dict[str, int] | None = None
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
@@ -130,7 +197,13 @@ class SectionIndex:
         """Position of the first entity whose id is exactly `entity_id`, else -1."""
         positions = self._positions
         if positions is None:
-            if "id" not in self._columns and self._scan_first("id"):
+            if self._scan_first("id"):
+                known = self._columns.get("id")
+                if known is not None:
+                    try:
+                        return known.index(entity_id)
+                    except ValueError:
+                        return -1
                 hits = compress(count(), map(eq, repeat(entity_id), map(_ID, self.section)))
                 return next(hits, -1)
             ids = self.column("id")
@@ -148,8 +221,11 @@ class SectionIndex:
         holds `value`), each once."""
         table = self._reverse.get(field)
         if table is None:
-            if field not in self._columns and self._scan_first(field):
-                values = map(attrgetter(field), self.section)
+            if self._scan_first(field):
+                known = self._columns.get(field)
+                if known is not None and field not in _LIST_FIELDS:
+                    return _positions_of(known, value)
+                values = map(attrgetter(field), self.section) if known is None else iter(known)
                 if field in _LIST_FIELDS:
                     return list(compress(count(), map(contains, values, repeat(value))))
                 return list(compress(count(), map(eq, repeat(value), values)))
@@ -216,8 +292,7 @@ class SectionIndex:
     def haystacks(self) -> list[str]:
         """The `text` filter's haystack of every entity, by position."""
         if self._haystacks is None:
-            kind = self.kind
-            self._haystacks = [haystack(kind, entity) for entity in self.section]
+            self._haystacks = section_haystacks(self.kind, self.section)
         return self._haystacks
 
     def shown_haystack(self, position: int) -> str:

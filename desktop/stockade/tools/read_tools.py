@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter
+from itertools import compress, count, repeat
+from operator import attrgetter, contains
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
@@ -517,7 +518,7 @@ def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) ->
         needle = query.text.lower()
         haystacks = index.haystacks()
         if positions is None:
-            positions = [i for i, text in enumerate(haystacks) if needle in text]
+            positions = list(compress(count(), map(contains, haystacks, repeat(needle))))
         else:
             positions = [i for i in positions if needle in haystacks[i]]
         # Match what the model is shown: a secret in the document is `[redacted-secret]` in

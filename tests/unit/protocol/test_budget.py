@@ -155,3 +155,21 @@ def test_budgeted_history_is_a_paired_tail_within_the_window(
     assert kept == tuple(history[len(history) - len(kept) :])
     assert sum(estimate_tokens(m) for m in kept) <= window
     assert check_tool_pairing(kept) == []
+
+
+def test_a_callers_estimator_is_the_one_that_decides_what_fits() -> None:
+    history = [user("a" * 40), calls("c1"), results("c1"), user("b" * 40)]
+    asked: list[Message] = []
+
+    def memo(message: Message) -> int:
+        asked.append(message)
+        return estimate_tokens(message)
+
+    for window in (20, 40, 10_000):
+        assert budget_messages(
+            history, max_input_tokens=window, reserve_output_tokens=0, estimate=memo
+        ) == budget_messages(history, max_input_tokens=window, reserve_output_tokens=0)
+    assert asked and all(any(m is h for h in history) for m in asked)
+    # An estimator that calls every message free keeps everything, whatever the window.
+    free = budget_messages(history, max_input_tokens=1, reserve_output_tokens=0, estimate=lambda m: 0)
+    assert free == tuple(history)

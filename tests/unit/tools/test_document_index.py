@@ -179,3 +179,61 @@ def test_the_first_lookup_scans_and_later_ones_use_the_table_with_the_same_answe
     # A table's lists are not handed out: changing an answer changes no later answer.
     flows.holding("to", "a").append(99)
     assert flows.holding("to", "a") == [0, 1]
+
+
+def _varied_document() -> ThreatModel:
+    """A valid document whose references repeat, miss, and point at every kind."""
+    return make_doc(
+        layers=[{"id": "edge", "name": "Edge"}, {"id": "core", "name": "Core"}],
+        groups=[{"id": "g1", "name": "G1"}, {"id": "g2", "name": "G2", "parent": "g1"}],
+        elements=[el("a", layer="edge", group="g1"), el("b", layer="core"), el("c", group="g2"),
+                  el("d", subtype=None, tags=["x"], stores=["s"], description="")],
+        data_flows=[flow("loop", "a", "a"), flow("f1", "b", "a"), flow("f2", "a", "b"),
+                    flow("f3", "c", "d", data=["token"])],
+        relationships=[{"id": "r1", "type": "uses", "from": "a", "to": "c"}],
+        trust_boundaries=[{"id": "tb", "name": "TB", "contains": ["a", "a", "b"]},
+                          {"id": "tb2", "name": "TB2", "contains": ["b", "d"]}],
+        threats=[threat("t1", element="a", flow="loop"), threat("t2", flow="loop"),
+                 threat("t3", element="b", mitigation={"status": "mitigated", "description": "Fix"})],
+    )
+
+
+def test_a_document_just_read_answers_its_first_lookups_from_the_kept_columns() -> None:
+    from stockade.thf.reader import read_text
+    from stockade.thf.writer import to_yaml
+
+    original = _varied_document()
+    just_read = read_text(to_yaml(original))
+    lookups = [
+        ("data_flows", "to", "a"), ("data_flows", "from_", "a"), ("data_flows", "to", "zz"),
+        ("trust_boundaries", "contains", "b"), ("threats", "element", "a"),
+        ("threats", "flow", "loop"), ("elements", "layer", "edge"), ("elements", "group", "g2"),
+        ("groups", "parent", "g1"), ("relationships", "from_", "a"),
+    ]
+    for kind, field, value in lookups:
+        read_index = section_index(just_read, kind)
+        assert read_index._columns, kind  # started from what validation read
+        scanned = section_index(fresh_copy(original), kind)
+        assert not scanned._columns
+        assert [read_index.holding(field, value) for _ in range(3)] == [
+            scanned.holding(field, value) for _ in range(3)
+        ], (kind, field, value)
+    for kind in SECTION_NAMES:
+        read_index = section_index(just_read, kind)
+        scanned = section_index(fresh_copy(original), kind)
+        for entity_id in [*(e.id for e in getattr(original, kind)), "missing"]:
+            assert read_index.position(entity_id) == scanned.position(entity_id), (kind, entity_id)
+            assert read_index.referrers(entity_id) == scanned.referrers(entity_id), (kind, entity_id)
+
+
+def test_section_haystacks_are_each_entitys_haystack() -> None:
+    from stockade.tools.document_index import haystack, section_haystacks
+
+    document = _varied_document()
+    document = document.model_copy(
+        update={"elements": [*document.elements, document.elements[0].model_copy(
+            update={"subtype": "Sub", "technologies": ["Go", "ÉCOLE"], "description": "Line 1\nΣΑΣ"})]}
+    )
+    for kind in SECTION_NAMES:
+        section = getattr(document, kind)
+        assert section_haystacks(kind, section) == [haystack(kind, e) for e in section], kind
