@@ -186,11 +186,30 @@ def governed_turn(smoke: Smoke, model: Path, *extra: str,
 
 def check_audit(smoke: Smoke, run_id: str, approved: int) -> None:
     smoke.run("audit verify", "audit", "verify")
-    exported = smoke.run("audit export", "audit", "export", run_id).stdout.splitlines()
-    kinds = [json.loads(line)["kind"] for line in exported if line.strip()]
+    text = smoke.run("audit export", "audit", "export", run_id).stdout
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    # The export ends with one line sealing it (event count, last MAC, chain head).
+    require(bool(lines) and set(lines[-1]) == {"export"},
+            f"audit export: the last line is not the seal: {str(lines[-1:])[:200]}")
+    kinds = [line["kind"] for line in lines[:-1]]
+    exported = smoke.work / f"{run_id}.audit.jsonl"
+    exported.write_text(text, encoding="utf-8")
+    smoke.run("audit verify --export", "audit", "verify", "--export", exported.name)
     require(kinds.count("tool.approved") == approved,
             f"audit: {kinds.count('tool.approved')} approvals recorded, {approved} given")
     require(bool(kinds) and kinds[-1] == "run.finished", f"audit: last event {kinds[-1:]}")
+
+
+def team_driver(smoke: Smoke) -> None:
+    """Team mode's PostgreSQL driver is inside the bundle: with no server listening, the
+    command reaches libpq and says it cannot connect (not that a module is missing)."""
+    env = {k: v for k, v in smoke.env.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env["STOCKADE_HOME"] = str(smoke.work / "team-home")
+    env["STOCKADE_DATABASE_URL"] = "postgresql://stockade@127.0.0.1:9/stockade"
+    team = Smoke(exe=smoke.exe, work=smoke.work, env=env, timings=smoke.timings)
+    result = team.run("team status (no server)", "team", "status", expect=1)
+    require("cannot connect" in result.stderr and "Connection refused" in result.stderr,
+            f"team status: not libpq's refusal: {result.stderr.strip()[-500:]}")
 
 
 def headless_turn(smoke: Smoke) -> tuple[str, int]:
@@ -286,6 +305,7 @@ def main(argv: Sequence[str]) -> int:
         smoke.run("validate (after turn)", "validate", model.name)
         check_audit(smoke, run_id, approved)
         headless_run, headless_approved = headless_turn(smoke)
+        team_driver(smoke)
     except SmokeFailure as failure:
         print(f"packaging/smoke: FAILED: {failure}", file=sys.stderr)
         print(f"  (work folder kept for inspection: {work})", file=sys.stderr)
