@@ -15,6 +15,7 @@ from pytestqt.qtbot import QtBot
 from stockade.thf.model import ThreatModel
 from stockade.ui.app import create_main_window
 from stockade.ui.common.prompts import Prompts, UnappliedChoice, UnsavedChoice
+from tests.helpers.fake_provider import FakeProviderServer
 
 T = TypeVar("T")
 
@@ -115,3 +116,13 @@ def driver(qtbot: QtBot) -> Iterator[WindowDriver]:
     # Nothing may be asked on the way out: the test is over.
     drv.window._close_approved = True
     drv.window.close()
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
+    """The fake provider server, with the Anthropic SDK pointed at it and a key stored."""
+    from tests.gui.chat_helpers import use_fake_server  # it imports this module's driver
+
+    with FakeProviderServer() as fake:
+        use_fake_server(monkeypatch, fake)
+        yield fake

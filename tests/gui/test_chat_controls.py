@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from stockade.settings import settings_path
 from tests.gui.chat_helpers import (
@@ -19,19 +16,11 @@ from tests.gui.chat_helpers import (
     finish,
     send,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 def _one_edit() -> bytes:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from PySide6.QtWidgets import QLabel, QPushButton
 
 from stockade.governance.services import open_governance
@@ -23,7 +21,6 @@ from tests.gui.chat_helpers import (
     send,
     threat_delete,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
@@ -36,13 +33,6 @@ from tests.helpers.fake_provider import (
     anthropic_sse,
     sse_body,
 )
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 def _three_changes() -> bytes:

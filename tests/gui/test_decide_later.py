@@ -26,19 +26,11 @@ from tests.gui.chat_helpers import (
     send,
     threat_delete,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 @pytest.fixture

@@ -5,11 +5,9 @@ previews, the keyboard, and "declined earlier" across turns."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtTest import QTest
@@ -31,7 +29,6 @@ from tests.gui.chat_helpers import (
     send,
     threat_delete,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
@@ -39,13 +36,6 @@ from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
 
 HOSTILE = "<b>Bold</b> <a href='https://evil.example'>click</a> <img src='https://x/y.png'>"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 def add_threat(call_id: str, title: str, *, severity: str = "high",

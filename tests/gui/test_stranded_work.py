@@ -5,10 +5,7 @@ run resumes and completes with the approved work intact."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from stockade.governance.services import open_governance
 from stockade.store.runs import RunStatus
@@ -23,19 +20,11 @@ from tests.gui.chat_helpers import (
     send,
     threat_delete,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 def _approve_first_then_wait_on_second(driver: WindowDriver, server: FakeProviderServer,

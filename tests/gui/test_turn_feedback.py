@@ -4,10 +4,8 @@ through the window: at most 12 ranked proposals, and none of the denied ones the
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
@@ -23,20 +21,12 @@ from tests.gui.chat_helpers import (
     send,
     threat_delete,
     threat_update,
-    use_fake_server,
     wait_dialog,
     wait_settled,
 )
 from tests.gui.conftest import WindowDriver
 from tests.helpers.fake_provider import FakeProviderServer, Reply, anthropic_sse
 from tests.unit.catalog.samples import SAMPLES
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        use_fake_server(monkeypatch, fake)
-        yield fake
 
 
 def test_the_prompt_stays_visible_from_the_click_and_each_phase_shows_as_it_happens(
