@@ -480,3 +480,40 @@ def test_version_names_the_release_and_says_when_it_is_not_a_packaged_build() ->
     assert result.returncode == 0
     assert result.stdout.startswith(f"stockade {stockade.__version__} ")
     assert "not a packaged build" in result.stdout
+
+
+
+@pytest.mark.parametrize(("command", "options", "suffix"), [
+    ("report", (), ".html"),
+    ("diagram", (), ".svg"),
+    ("export", ("--format", "otm"), ".json"),
+])
+def test_a_file_writing_command_refuses_an_output_it_cannot_write_before_any_work(
+    tmp_path: Path, command: str, options: tuple[str, ...], suffix: str
+) -> None:
+    model = tmp_path / "model.thf"
+    shutil.copy(THF_FIXTURES / "v1.0-canonical-full.thf", model)
+    missing = tmp_path / "no-such-folder" / f"out{suffix}"
+    result = run_cli(command, model, *options, "-o", missing)
+    assert result.returncode == 2
+    assert f"{command}: no such folder for the output: {missing.parent}" in result.stderr
+    taken = tmp_path / f"taken{suffix}"
+    taken.mkdir()
+    result = run_cli(command, model, *options, "-o", taken)
+    assert result.returncode == 2
+    assert f"{command}: the output is a folder: {taken}" in result.stderr
+    written = {p.name for p in tmp_path.iterdir()} - {"stockade-home"}
+    assert written == {"model.thf", f"taken{suffix}"} and not any(taken.iterdir())
+
+
+def test_import_refuses_an_output_it_cannot_write_before_reading_the_source(
+    tmp_path: Path,
+) -> None:
+    source = REPO_ROOT / "tests/fixtures/foreign/otm/iriusrisk-OpenThreatModel/EXAMPLE.json"
+    result = run_cli("import", source, "-o", tmp_path / "model.yaml")
+    assert result.returncode == 2
+    assert "import: name the output .thf:" in result.stderr
+    result = run_cli("import", source, "-o", tmp_path / "missing" / "model.thf")
+    assert result.returncode == 2
+    assert f"import: no such folder for the output: {tmp_path / 'missing'}" in result.stderr
+    assert {p.name for p in tmp_path.iterdir()} <= {"stockade-home"}

@@ -111,6 +111,32 @@ def display_path(path: Path) -> str:
     return os.fspath(path)
 
 
+def checked_output(raw: str, command: str) -> Path:
+    """The output path of a command that writes one file, refused before any work is done when
+    its folder is missing or it names a folder."""
+    output = Path(raw)
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{command}: no such folder for the output: {folder}")
+    if output.is_dir():
+        raise UsageError(f"{command}: the output is a folder: {raw}")
+    return output
+
+
+def output_result(path: Path, output: Path, fmt: str) -> dict[str, Any]:
+    """The `--json` result of a command that writes one file, before it has written it."""
+    return {"path": display_path(path), "output": display_path(output), "format": fmt,
+            "ok": False, "error": None}
+
+
+def print_result(as_json: bool, result: dict[str, Any], line: str) -> None:
+    """Print the `--json` result, or the one line a person reads."""
+    if as_json:
+        print_json(result)
+    else:
+        print(line)
+
+
 def existing_files(paths: list[str], command: str) -> list[Path]:
     """Check every named file exists before anything runs; a missing one is a usage error."""
     checked: list[Path] = []

@@ -10,11 +10,13 @@ from stockade.cli.common import (
     ExitCode,
     LoadFailure,
     UsageError,
+    checked_output,
     display_path,
     existing_files,
     load_document,
+    output_result,
     plural,
-    print_json,
+    print_result,
 )
 
 DIAGRAM_SUFFIXES = (".svg", ".png")
@@ -49,28 +51,18 @@ def run(args: argparse.Namespace) -> int:
             f"diagram: unsupported output format {output.suffix or '(none)'}: name the output "
             ".svg or .png"
         )
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"diagram: no such folder for the output: {folder}")
-    if output.is_dir():
-        raise UsageError(f"diagram: the output is a folder: {args.output}")
+    checked_output(args.output, "diagram")
     (path,) = existing_files([args.file], "diagram")
-    result: dict[str, Any] = {
-        "path": display_path(path),
-        "output": display_path(output),
-        "format": suffix.lstrip("."),
-        "ok": False,
-        "error": None,
-    }
+    result = output_result(path, output, suffix.lstrip("."))
     model = load_document(path)
     if isinstance(model, LoadFailure):
         result["error"] = model.to_json()
-        _finish(args, result, f"{display_path(path)}: {model.code}: {model.message}")
+        print_result(args.json, result, f"{display_path(path)}: {model.code}: {model.message}")
         return ExitCode.FAILED
     svg = render_diagram_svg(model)
     if svg is None:
         result["error"] = {"code": "empty", "message": "The model has no elements or boundaries to draw."}
-        _finish(args, result, f"{display_path(path)}: nothing to draw (no elements or boundaries)")
+        print_result(args.json, result, f"{display_path(path)}: nothing to draw (no elements or boundaries)")
         return ExitCode.FAILED
     try:
         if suffix == ".svg":
@@ -83,25 +75,18 @@ def run(args: argparse.Namespace) -> int:
                 atomic_write_bytes(output, svg_to_png(svg))
             except DiagramImageError as err:
                 result["error"] = {"code": "render_failed", "message": f"The diagram could not be rendered: {err}."}
-                _finish(args, result, f"{display_path(output)}: not written: {err}")
+                print_result(args.json, result, f"{display_path(output)}: not written: {err}")
                 return ExitCode.FAILED
     except OSError as err:
         reason = err.strerror or type(err).__name__
         result["error"] = {"code": "write_failed", "message": f"The diagram could not be written: {reason}."}
-        _finish(args, result, f"{display_path(output)}: not written: {reason}")
+        print_result(args.json, result, f"{display_path(output)}: not written: {reason}")
         return ExitCode.FAILED
     result["ok"] = True
     result["counts"] = {"elements": len(model.elements), "data_flows": len(model.data_flows)}
-    _finish(
-        args, result,
+    print_result(
+        args.json, result,
         f"wrote {display_path(output)} ({plural(len(model.elements), 'element')}, "
         f"{plural(len(model.data_flows), 'flow')})",
     )
     return ExitCode.OK
-
-
-def _finish(args: argparse.Namespace, result: dict[str, Any], line: str) -> None:
-    if args.json:
-        print_json(result)
-    else:
-        print(line)

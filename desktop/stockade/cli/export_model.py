@@ -11,6 +11,7 @@ from typing import Any
 from stockade.cli.common import (
     ExitCode,
     LoadFailure,
+    checked_output,
     display_path,
     existing_files,
     load_document,
@@ -18,7 +19,6 @@ from stockade.cli.common import (
     print_error,
     print_json,
 )
-from stockade.cli.import_model import check_output_path
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from stockade.report.files import atomic_write_text
 
     (path,) = existing_files([args.file], "export")
-    output = check_output_path(args.output, "export", None)
+    output = checked_output(args.output, "export")
     result: dict[str, Any] = {
         "path": display_path(path),
         "output": display_path(output),

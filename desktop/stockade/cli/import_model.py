@@ -13,6 +13,7 @@ from typing import Any
 from stockade.cli.common import (
     ExitCode,
     UsageError,
+    checked_output,
     display_path,
     existing_files,
     plural,
@@ -48,19 +49,6 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def check_output_path(raw: str, command: str, suffix: str | None) -> Path:
-    """The output path, refusing what cannot be written before any work is done."""
-    output = Path(raw)
-    if suffix is not None and output.suffix.lower() != suffix:
-        raise UsageError(f"{command}: name the output {suffix}: {raw}")
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"{command}: no such folder for the output: {folder}")
-    if output.is_dir():
-        raise UsageError(f"{command}: the output is a folder: {raw}")
-    return output
-
-
 def run(args: argparse.Namespace) -> int:
     """Import SOURCE and write OUT atomically; report counts and warnings."""
     from stockade.importers.convert import import_file
@@ -69,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     from stockade.thf.writer import save
 
     (source,) = existing_files([args.source], "import")
-    output = check_output_path(args.output, "import", ".thf")
+    if Path(args.output).suffix.lower() != ".thf":
+        raise UsageError(f"import: name the output .thf: {args.output}")
+    output = checked_output(args.output, "import")
     if output.resolve() == source.resolve():
         raise UsageError("import: the output would overwrite the source")
     fmt = None if args.format == "auto" else SourceFormat(args.format)

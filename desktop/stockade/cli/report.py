@@ -11,11 +11,13 @@ from stockade.cli.common import (
     ExitCode,
     LoadFailure,
     UsageError,
+    checked_output,
     display_path,
     existing_files,
     load_document,
+    output_result,
     plural,
-    print_json,
+    print_result,
 )
 
 
@@ -55,23 +57,13 @@ def run(args: argparse.Namespace) -> int:
             f"report: unsupported output format {shown_suffix}: name the output .html, .pdf, "
             ".md, .csv or .json"
         )
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"report: no such folder for the output: {folder}")
-    if output.is_dir():
-        raise UsageError(f"report: the output is a folder: {args.output}")
+    checked_output(args.output, "report")
     (path,) = existing_files([args.file], "report")
-    result: dict[str, Any] = {
-        "path": display_path(path),
-        "output": display_path(output),
-        "format": fmt.value,
-        "ok": False,
-        "error": None,
-    }
+    result = output_result(path, output, fmt.value)
     outcome = load_document(path)
     if isinstance(outcome, LoadFailure):
         result["error"] = outcome.to_json()
-        _finish(args, result, f"{display_path(path)}: {outcome.code}: {outcome.message}")
+        print_result(args.json, result, f"{display_path(path)}: {outcome.code}: {outcome.message}")
         return ExitCode.FAILED
     try:
         if fmt is ReportFormat.PDF:
@@ -80,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             write_report(outcome, output)
     except _PdfUnavailable as err:
         result["error"] = {"code": "pdf_unavailable", "message": str(err)}
-        _finish(args, result, f"{display_path(output)}: not written: {err}")
+        print_result(args.json, result, f"{display_path(output)}: not written: {err}")
         return ExitCode.FAILED
     except OSError as err:
         reason = err.strerror or type(err).__name__
@@ -88,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             "code": "write_failed",
             "message": f"The report could not be written: {reason}.",
         }
-        _finish(args, result, f"{display_path(output)}: not written: {reason}")
+        print_result(args.json, result, f"{display_path(output)}: not written: {reason}")
         return ExitCode.FAILED
     summary = summarize(outcome)
     result["ok"] = True
@@ -99,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
         "threats": summary.threats,
         "unmitigated_critical_high": len(summary.open_critical_high),
     }
-    _finish(
-        args,
+    print_result(
+        args.json,
         result,
         f"wrote {display_path(output)} ({fmt.value}: {plural(summary.elements, 'element')}, "
         f"{plural(summary.data_flows, 'flow')}, {plural(summary.threats, 'threat')})",
@@ -123,10 +115,3 @@ def _write_pdf(model: Any, output: Path) -> None:
             f"PDF reports need Qt, which this build lacks (missing module {err.name})"
         ) from None
     pdf_report.write_pdf(model, output)
-
-
-def _finish(args: argparse.Namespace, result: dict[str, Any], line: str) -> None:
-    if args.json:
-        print_json(result)
-    else:
-        print(line)
