@@ -3,6 +3,7 @@ random way, gets exactly the result the straightforward per-event definition giv
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets as token
 import sqlite3
@@ -215,10 +216,8 @@ def _damage(data: st.DataObject, path: Path, secrets: DictSecrets, key: ChainKey
             st.tuples(st.just("run_id"), st.sampled_from(RUN_IDS)),
             st.tuples(st.just("at_ms"), st.one_of(st.integers(0, 2**45), st.just(1.5))),
             st.tuples(st.just("run_seq"), st.integers(0, 6))), label="field")
-        try:
+        with contextlib.suppress(sqlite3.IntegrityError):  # UNIQUE (run_id, run_seq)
             raw.execute(f"UPDATE event SET {column} = ? WHERE seq = ?", (value, seq))
-        except sqlite3.IntegrityError:  # UNIQUE (run_id, run_seq): the file refuses it
-            pass
     elif damage == "delete":
         raw.execute("DELETE FROM event WHERE seq = ?", (seq,))
     elif damage == "swap":
