@@ -10,9 +10,12 @@ transaction taking the team's row lock, the head in the team's `chain_anchor` ro
 server's durable defaults: fsync and synchronous commit on), connected over a Unix socket as
 an analyst role of a team, so row-level security is in every statement. The round trips are
 4 processes of one team, each a reserve transaction then a settle transaction, with no limit
-in the way. `run()` returns rows for the bench runner; `ratio` is target/value for a rate and
-value/target for a time, so a ratio at or below 1 always means the target is met.
-`python tools/benchmarks/bench_governance.py` prints them. Without the PostgreSQL server
+in the way. `run()` returns rows for the bench runner; `ratio` is value/target for both, as
+`docs/performance.md` reads it: at or above 1 meets a rate's target, at or below 1 a time's.
+`audit verify` is timed on the wall clock (the target) and also reported as the verifying
+process's CPU time over the same rounds, which a loaded machine stretches far less; each
+round must check every event, keyed. `python tools/benchmarks/bench_governance.py` prints
+them. Without the PostgreSQL server
 binaries (Debian's `postgresql`) only the SQLite rows are printed.
 """
 
@@ -38,7 +41,7 @@ for _path in (str(ROOT), str(ROOT / "desktop")):
 APPENDS = 2_000
 APPEND_RUNS = 5
 VERIFY_EVENTS = 100_000
-VERIFY_RUNS = 3
+VERIFY_RUNS = 5
 TARGET_APPENDS_PER_S = 1_000.0
 TARGET_VERIFY_S = 0.3
 WRITERS = 4
@@ -101,7 +104,8 @@ def _append_rate(open_store: Opener) -> float:
     return APPENDS / elapsed
 
 
-def _verify_seconds(open_store: Opener) -> tuple[float, int]:
+def _verify_seconds(open_store: Opener) -> tuple[float, float, int]:
+    """(median wall seconds, median CPU seconds, events checked) of `verify_chain`."""
     from stockade.governance.trajectory import EventKind
 
     db = open_store()
@@ -113,18 +117,23 @@ def _verify_seconds(open_store: Opener) -> tuple[float, int]:
                 for i in range(start, start + batch):
                     trajectory.append_in(conn, f"run-{i // 40}", EventKind.TOOL_RESULT,
                                          _payload(i))
-        times = []
+        times, cpu_times = [], []
         checked = 0
         for _ in range(VERIFY_RUNS):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             result = trajectory.verify_chain()
             times.append(time.perf_counter() - started)
+            cpu_times.append(time.process_time() - cpu_started)
             if not result.ok:
                 raise RuntimeError(f"benchmark chain failed to verify: {result.reason}")
+            if result.checked != VERIFY_EVENTS or not result.keyed or result.legacy_events:
+                raise RuntimeError(f"verify checked {result.checked} events (keyed "
+                                   f"{result.keyed}, {result.legacy_events} legacy), not "
+                                   f"{VERIFY_EVENTS} keyed ones")
             checked = result.checked
     finally:
         db.close()
-    return statistics.median(times), checked
+    return statistics.median(times), statistics.median(cpu_times), checked
 
 
 def _sqlite(folder: Path) -> Opener:
@@ -213,15 +222,19 @@ def _team_store() -> Iterator[tuple[Callable[[], str], Any] | None]:
         yield new_team_url, server
 
 
-def _rows(store: str, rate: float, verify_s: float, checked: int) -> list[dict[str, Any]]:
+def _rows(store: str, rate: float, verify: tuple[float, float, int]) -> list[dict[str, Any]]:
+    verify_s, verify_cpu_s, checked = verify
     return [
         {"benchmark": "governance", "metric": "durable keyed trajectory appends (median of "
          f"{APPEND_RUNS} x {APPENDS}) [in-process, {store}]", "value": round(rate, 1),
          "unit": "appends/s",
-         "target": TARGET_APPENDS_PER_S, "ratio": round(TARGET_APPENDS_PER_S / rate, 3)},
-        {"benchmark": "governance", "metric": f"audit verify over {checked} keyed events (median of "
-         f"{VERIFY_RUNS}) [in-process, {store}]", "value": round(verify_s, 3), "unit": "s",
+         "target": TARGET_APPENDS_PER_S, "ratio": round(rate / TARGET_APPENDS_PER_S, 3)},
+        {"benchmark": "governance", "metric": f"audit verify over {checked} keyed events (median "
+         f"of {VERIFY_RUNS}) [in-process, {store}]", "value": round(verify_s, 3), "unit": "s",
          "target": TARGET_VERIFY_S, "ratio": round(verify_s / TARGET_VERIFY_S, 3)},
+        {"benchmark": "governance", "metric": f"audit verify over {checked} keyed events, CPU "
+         f"time of the process (median of {VERIFY_RUNS}) [in-process, {store}]",
+         "value": round(verify_cpu_s, 3), "unit": "s CPU", "target": None, "ratio": None},
     ]
 
 
@@ -230,7 +243,7 @@ def _round_trip_row(store: str, rate: float) -> dict[str, Any]:
             f"concurrent writers x {ROUND_TRIP_SECONDS:.0f} s [{WRITERS} processes, {store}]",
             "value": round(rate, 1), "unit": "round trips/s",
             "target": TARGET_ROUND_TRIPS_PER_S,
-            "ratio": round(TARGET_ROUND_TRIPS_PER_S / rate, 3)}
+            "ratio": round(rate / TARGET_ROUND_TRIPS_PER_S, 3)}
 
 
 def run() -> list[dict[str, Any]]:
@@ -239,8 +252,8 @@ def run() -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
             rates.append(_append_rate(_sqlite(Path(tmp))))
     with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
-        verify_s, checked = _verify_seconds(_sqlite(Path(tmp)))
-    rows = _rows("SQLite file", statistics.median(rates), verify_s, checked)
+        verify = _verify_seconds(_sqlite(Path(tmp)))
+    rows = _rows("SQLite file", statistics.median(rates), verify)
     with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
         sqlite_trips = _round_trips(None, Path(tmp))
     with _team_store() as team:
@@ -258,9 +271,8 @@ def run() -> list[dict[str, Any]]:
             return lambda: open_postgres(parse_database_url(url))
 
         pg_rates = [_append_rate(team_opener()) for _ in range(APPEND_RUNS)]
-        pg_verify, pg_checked = _verify_seconds(team_opener())
-        rows += _rows("PostgreSQL team store", statistics.median(pg_rates), pg_verify,
-                      pg_checked)
+        rows += _rows("PostgreSQL team store", statistics.median(pg_rates),
+                      _verify_seconds(team_opener()))
         with tempfile.TemporaryDirectory(prefix="stockade-bench-") as tmp:
             pg_trips = _round_trips(new_team_url(), Path(tmp))
     rows.append(_round_trip_row("SQLite file", sqlite_trips))

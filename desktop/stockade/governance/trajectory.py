@@ -329,13 +329,13 @@ class Trajectory:
         key = self.existing_key()
         since = self.marker.read() if self.marker is not None else None
         check = _ChainCheck(key, since)
-        broken = check.walk(event_sql.iter_events(self._db.read()))
+        broken = check.walk(event_sql.event_batches(self._db.read()))
         if broken is not None:
             return broken
         # The tail and the anchor are read under the write lock, where no writer can be between
         # writing the head and committing its events.
         with self._locked() as conn:
-            broken = check.walk(event_sql.iter_events(conn, after=check.last_seq))
+            broken = check.walk(event_sql.event_batches(conn, after=check.last_seq))
             if broken is not None:
                 return broken
             try:
@@ -509,60 +509,71 @@ class _ChainCheck:
         return VerifyResult(False, self.checked, seq, run_id, reason, keyed=self.keyed_seen,
                             legacy_events=self.legacy)
 
-    def walk(self, rows: Iterable[tuple[Any, ...]]) -> VerifyResult | None:
-        """Check events in chain order: the hot loop of `audit verify`, with the MAC inlined
-        (`ChainKey.mac`). Anything out of the ordinary — a failure, an unkeyed event, the keyed
-        boundary the keyring recorded — goes through `event`, which words the reason."""
-        key, since = self.key, self.since
-        inner0: Any = None
-        outer0: Any = None
-        prefix = ""
-        if key is not None:
-            inner0, outer0, prefix = key.states()
-        boundary = since.seq if since is not None else -1
+    def walk(self, batches: Iterable[list[tuple[Any, ...]]]) -> VerifyResult | None:
+        """Check events in chain order, a batch of rows at a time: the hot loop of `audit
+        verify`, with the MAC inlined (`ChainKey.mac`).
+
+        An event passes here only when `event` would pass it with the same effect (the next
+        sequence number, linked to the verified MAC before it, in order within its run, not the
+        keyed boundary the keyring recorded, and its MAC under this key); anything else — a
+        failure, an unkeyed event, the boundary — goes through `event`, which decides and
+        words the reason, so the first failure and its message are `event`'s."""
+        key = self.key
+        if key is None:
+            for batch in batches:
+                for row in batch:
+                    broken = self.event(*row)
+                    if broken is not None:
+                        return broken
+            return None
+        inner0, outer0, prefix = key.states()
+        new_inner, new_outer = inner0.copy, outer0.copy
+        boundary = self.since.seq if self.since is not None else -1
         quoted, run_next = self.quoted, self.run_next
+        quoted_get, next_get = quoted.get, run_next.get
         prev, last_seq = self.prev, self.last_seq
-        checked = 0
-        for row in rows:
-            seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
-            if (inner0 is None or seq != last_seq + 1 or prev_hash != prev
-                    or seq == boundary or not stored.startswith(prefix)
-                    or run_seq != run_next.get(run_id, 0)):
-                self.prev, self.last_seq = prev, last_seq
-                self.checked += checked
-                checked = 0
+        passed = 0
+        for batch in batches:
+            for row in batch:
+                seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
+                if (seq == last_seq + 1 and prev_hash == prev and seq != boundary
+                        and run_seq == next_get(run_id, 0)):
+                    kind_json = quoted_get(kind)
+                    if kind_json is None:
+                        kind_json = quoted[kind] = _s(kind)
+                    run_json = quoted_get(run_id)
+                    if run_json is None:
+                        run_json = quoted[run_id] = _s(run_id)
+                    inner = new_inner()
+                    inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
+                                  f'"prev_hash":"{prev}","run_id":{run_json},'
+                                  f'"run_seq":{run_seq},"seq":{seq}}}').encode())
+                    outer = new_outer()
+                    outer.update(inner.digest())
+                    if prefix + outer.hexdigest() == stored:
+                        run_next[run_id] = run_seq + 1
+                        prev, last_seq = stored, seq
+                        passed += 1
+                        continue
+                self._passed(prev, last_seq, passed)
+                passed = 0
                 broken = self.event(*row)
                 if broken is not None:
                     return broken
                 prev, last_seq = self.prev, self.last_seq
-                continue
-            kind_json = quoted.get(kind)
-            if kind_json is None:
-                kind_json = quoted[kind] = _s(kind)
-            run_json = quoted.get(run_id)
-            if run_json is None:
-                run_json = quoted[run_id] = _s(run_id)
-            inner = inner0.copy()
-            inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
-                          f'"prev_hash":"{prev_hash}","run_id":{run_json},'
-                          f'"run_seq":{run_seq},"seq":{seq}}}').encode())
-            outer = outer0.copy()
-            outer.update(inner.digest())
-            if prefix + outer.hexdigest() != stored:
-                self.prev, self.last_seq = prev, last_seq
-                self.checked += checked
-                return self.event(*row)  # words why (changed, another key, ...)
-            run_next[run_id] = run_seq + 1
-            prev, last_seq = stored, seq
-            checked += 1
-        self.prev, self.last_seq = prev, last_seq
-        self.checked += checked
-        self.keyed_seen = self.keyed_seen or checked > 0
+        self._passed(prev, last_seq, passed)
         return None
+
+    def _passed(self, prev: str, last_seq: int, passed: int) -> None:
+        """Record what `walk` checked inline since it last handed over to `event`."""
+        self.prev, self.last_seq = prev, last_seq
+        self.checked += passed
+        if passed:
+            self.keyed_seen = True
 
     def event(self, seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, payload: str,
               prev_hash: str, stored: str) -> VerifyResult | None:
-        """Check one event in chain order (the hot loop of `audit verify`: kinds and run ids
+        """Check one event in chain order: the definition `walk` follows (kinds and run ids
         repeat, so each is quoted once; `prev_hash` is written as is, because by then it equals
         the previous event's verified MAC, which needs no escaping)."""
         expected = self.last_seq + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from stockade.store.interface import Connection
 
@@ -42,15 +43,16 @@ def insert_event(conn: Connection, row: EventRow) -> None:
     )
 
 
-def iter_events(conn: Connection, batch: int = 5000, *,
-                after: int = 0) -> Iterator[tuple]:
-    """Every event (with seq > `after`) as a raw tuple in seq order, fetched in batches."""
+def event_batches(conn: Connection, *, after: int = 0,
+                  size: int = 10_000) -> Iterator[list[tuple[Any, ...]]]:
+    """Every event with seq > `after` as raw tuples in seq order, `size` rows at a time (one
+    statement; the verify loop iterates the lists itself rather than a generator per row)."""
     cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
     while True:
-        rows = cur.fetchmany(batch)
+        rows = cur.fetchmany(size)
         if not rows:
             return
-        yield from rows
+        yield rows
 
 
 def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:
