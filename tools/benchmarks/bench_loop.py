@@ -162,28 +162,29 @@ class _InstantTool:
     """A production tool whose prepared calls return their result at once (no document work)."""
 
     def __init__(self, tool: Any, result: str) -> None:
+        from stockade.tools.runtime import ToolOk
+
         self._tool = tool
         self.name, self.description = tool.name, tool.description
         self.effect, self.destructive = tool.effect, tool.destructive
-        self._result = result
+        outcome = ToolOk(result)
+
+        async def run(context: Any) -> Any:
+            return outcome
+
+        self._run = run  # one body for every call: the wrapper adds no cost of its own
 
     def input_schema(self) -> dict[str, Any]:
         return self._tool.input_schema()  # type: ignore[no-any-return]
 
     def prepare(self, raw: Any) -> Any:
-        import dataclasses
-
-        from stockade.tools.runtime import PreparedCall, ToolOk
+        from stockade.tools.runtime import PreparedCall
 
         prepared = self._tool.prepare(raw)
         if not isinstance(prepared, PreparedCall):
             return prepared
-        outcome = ToolOk(self._result)
-
-        async def run(context: Any) -> Any:
-            return outcome
-
-        return dataclasses.replace(prepared, run=run)
+        return PreparedCall(prepared.tool_name, prepared.summary, prepared.input_digest,
+                            prepared.input, self._run)
 
 
 def runner_iteration_ms(*, instant_tools: bool) -> float:
