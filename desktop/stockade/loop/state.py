@@ -477,8 +477,9 @@ class TurnState:
         """Position of each call id in `calls` (the first, should an id repeat)."""
         return self._call_table()[1]
 
-    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], bool]:
-        """(calls, id -> position, whether iterations never decrease along `calls`)."""
+    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], int | None]:
+        """(calls, id -> position, tail): `tail` is where the last call's iteration begins
+        along `calls` when iterations never decrease along it (0 for no calls), else None."""
         cached = self.__dict__.get("_index")
         calls = self.calls
         if cached is not None and cached[0] is calls:
@@ -486,8 +487,12 @@ class TurnState:
         index: dict[str, int] = {}
         for i, c in enumerate(calls):
             index.setdefault(c.id, i)
-        ordered = all(a.iteration <= b.iteration for a, b in pairwise(calls))
-        table = (calls, index, ordered)
+        tail: int | None = None
+        if all(a.iteration <= b.iteration for a, b in pairwise(calls)):
+            tail = len(calls)
+            while tail and calls[tail - 1].iteration == calls[-1].iteration:
+                tail -= 1
+        table = (calls, index, tail)
         self.__dict__["_index"] = table  # benign cache write, checked by identity
         return table
 
@@ -516,10 +521,16 @@ class TurnState:
         return cached[1]
 
     def iteration_calls(self) -> tuple[CallRecord, ...]:
-        calls, iteration = self.calls, self.iteration
-        if not self._call_table()[2]:  # a state built by hand may mix iterations
+        calls, _, tail = self._call_table()
+        iteration = self.iteration
+        if tail is None:  # a state built by hand may mix iterations
             return tuple(c for c in calls if c.iteration == iteration)
-        # The reducer appends calls in iteration order: this iteration's calls end the tuple.
+        # The reducer appends calls in iteration order: this iteration's calls end the tuple,
+        # from where the table says the last call's iteration begins.
+        if not calls or calls[-1].iteration < iteration:
+            return ()
+        if calls[-1].iteration == iteration:
+            return calls[tail:]
         start = len(calls)
         while start and calls[start - 1].iteration >= iteration:
             start -= 1
