@@ -212,9 +212,8 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
     # Compared by value: `CallStatus` lives in `state`, which imports this module.
     if call.status != "approved":
         return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
-    used = state.used_grant_set()
     for g in current:
-        if g not in used:
+        if not state.grant_used(g):
             return Authorized(g)
     return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
 

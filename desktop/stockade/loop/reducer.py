@@ -166,7 +166,7 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
 
     Reducer use only: keys are the state's stored names (public fields, and the draft parts
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
-    used-grant set `_used_set` and the turn's own call ids `_seen_turn`)."""
+    used-grant log `_used` and the turn's own call ids `_seen_turn`)."""
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
@@ -692,11 +692,7 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
         assert found is not None  # authorize_start found it
         i, call = found
         grant = auth.grant
-        used = (*state.used_grants, grant)
-        changes: dict[str, Any] = {
-            "used_grants": used,
-            "_used_set": (used, state.used_grant_set() | {grant}),
-        }
+        changes: dict[str, Any] = {"_used": state._used.append(grant)}
         return _replace_call(state, i, call.with_changes(status=_RUNNING), changes)
     assert isinstance(auth, Refused)
     state = _violation(

@@ -61,3 +61,22 @@ def test_a_batch_approves_exactly_the_pending_non_destructive_calls_it_names(
         CallStatus.APPROVED if c.id in ids else c.status for c in state.calls
     ]
     assert after.grants == grant_for_batch(eligible, 1)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from("abcde")), max_size=20),
+       st.lists(st.sampled_from("abcde"), max_size=3))
+def test_every_used_grant_view_sees_exactly_its_own_grants(
+    appends: list[tuple[int, str]], given_used: list[str]
+) -> None:
+    """Appending to any state's used grants (the newest, or an older one: a branch) leaves
+    every other state's used grants as they were."""
+    from stockade.loop.state import _GrantLog
+
+    views = [(_GrantLog.of(given_used), tuple(given_used))]
+    for pick, grant in appends:
+        log, expected = views[pick % len(views)]
+        views.append((log.append(grant), (*expected, grant)))
+    for log, expected in views:
+        assert log.as_tuple() == expected
+        assert all((g in log) == (g in expected) for g in "abcdef")
