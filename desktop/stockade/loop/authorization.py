@@ -187,28 +187,36 @@ def authorize_start(state: TurnState, call_id: str) -> Authorized | Refused:
     the frozen tool set; no denial for its (tool, digest); a grant names the call; a grant also
     matches its tool and digest; that grant is for the current iteration; the call is still
     `approved` and that grant is unused."""
-    call = state.call(call_id)
+    return authorize_found(state, call_id, state.call(call_id))
+
+
+def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> Authorized | Refused:
+    """`authorize_start` for a caller that already looked up `call` (`state.call(call_id)`)."""
     if call is None:
-        return Refused(Violation.NO_GRANT)
-    if state.tool_set.get(call.tool_name) is None:
-        return Refused(Violation.UNKNOWN_TOOL)
-    if is_denied(state.denials, call.tool_name, call.input_digest):
-        return Refused(Violation.DENIED_REPLAY)
+        return _REFUSED[Violation.NO_GRANT]
+    tool_name, digest = call.tool_name, call.input_digest
+    if state.tool_set.get(tool_name) is None:
+        return _REFUSED[Violation.UNKNOWN_TOOL]
+    if state.denials and is_denied(state.denials, tool_name, digest):
+        return _REFUSED[Violation.DENIED_REPLAY]
     named = state.grants_for(call_id)
     if not named:
-        return Refused(Violation.NO_GRANT)
-    tool_name, digest, iteration = call.tool_name, call.input_digest, state.iteration
+        return _REFUSED[Violation.NO_GRANT]
+    iteration = state.iteration
     bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
-        return Refused(Violation.DIGEST_MISMATCH)
+        return _REFUSED[Violation.DIGEST_MISMATCH]
     current = [g for g in bound if g.iteration == iteration]
     if not current:
-        return Refused(Violation.FOREIGN_ITERATION)
+        return _REFUSED[Violation.FOREIGN_ITERATION]
     # Compared by value: `CallStatus` lives in `state`, which imports this module.
     if call.status != "approved":
-        return Refused(Violation.GRANT_ALREADY_CONSUMED)
-    used = state.used_grant_set()
+        return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
     for g in current:
-        if g not in used:
+        if not state.grant_used(g):
             return Authorized(g)
-    return Refused(Violation.GRANT_ALREADY_CONSUMED)
+    return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
+
+
+# Refusals are values: one per violation serves every call.
+_REFUSED = {violation: Refused(violation) for violation in Violation}

@@ -32,7 +32,7 @@ from stockade.loop.authorization import (
     DenialRecord,
     Refused,
     Violation,
-    authorize_start,
+    authorize_found,
     auto_grant_read_only,
     grant_for_batch,
     grant_for_call,
@@ -166,7 +166,7 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
 
     Reducer use only: keys are the state's stored names (public fields, and the draft parts
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
-    used-grant set `_used_set` and the turn's own call ids `_seen_turn`)."""
+    used-grant log `_used` and the turn's own call ids `_seen_turn`)."""
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
@@ -192,16 +192,20 @@ def _closed_blocks(state: TurnState) -> tuple[ContentBlock, ...]:
 
 
 def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any]) -> TurnState:
-    calls, index, ordered = state._call_table()
+    calls, index, tail = state._call_table()
     new_calls = (*calls, record)
     new_index = index.copy()
     new_index.setdefault(record.id, len(calls))
-    if ordered and calls and calls[-1].iteration > record.iteration:
-        ordered = False
+    if tail is not None and calls:
+        last = calls[-1].iteration
+        if last > record.iteration:
+            tail = None
+        elif last < record.iteration:
+            tail = len(calls)
     values = state.__dict__.copy()
     values.update(changes)
     values["calls"] = new_calls
-    values["_index"] = (new_calls, new_index, ordered)
+    values["_index"] = (new_calls, new_index, tail)
     new = _new_state(TurnState)
     _set_dict(new, "__dict__", values)
     return new
@@ -211,7 +215,7 @@ def _replace_calls(
     state: TurnState, replaced: dict[int, CallRecord], changes: dict[str, Any]
 ) -> TurnState:
     """Swap the records at the given positions (same ids and iterations, new status)."""
-    calls, index, ordered = state._call_table()
+    calls, index, tail = state._call_table()
     as_list = list(calls)
     for i, record in replaced.items():
         as_list[i] = record
@@ -219,7 +223,7 @@ def _replace_calls(
     values = state.__dict__.copy()
     values.update(changes)
     values["calls"] = new_calls
-    values["_index"] = (new_calls, index, ordered)
+    values["_index"] = (new_calls, index, tail)
     new = _new_state(TurnState)
     _set_dict(new, "__dict__", values)
     return new
@@ -526,7 +530,7 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
     """Swap in the new record of the call at position `i` (every record with its id, should a
     hand-built state repeat ids)."""
-    calls, index, ordered = state._call_table()
+    calls, index, tail = state._call_table()
     if len(index) != len(calls):
         same = {j: record for j, c in enumerate(calls) if c.id == record.id}
         return _replace_calls(state, same, changes)
@@ -536,7 +540,7 @@ def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[st
     values = state.__dict__.copy()
     values.update(changes)
     values["calls"] = new_calls
-    values["_index"] = (new_calls, index, ordered)
+    values["_index"] = (new_calls, index, tail)
     new = _new_state(TurnState)
     _set_dict(new, "__dict__", values)
     return new
@@ -578,23 +582,33 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
     if state.phase is not _AWAITING_APPROVAL:
         return state
     wanted = set(cmd.call_ids)
+    calls, index, _ = state._call_table()
+    if len(index) == len(calls):
+        # Ids are unique (as the reducer keeps them): the wanted calls are found by position,
+        # in call order, without a pass over the whole turn.
+        candidates = [(i, calls[i]) for i in sorted(index[w] for w in wanted if w in index)]
+    else:
+        candidates = [(i, c) for i, c in enumerate(calls) if c.id in wanted]
+    tool_set = state.tool_set
     eligible = [
         (i, c)
-        for i, c in enumerate(state.calls)
-        if c.id in wanted
-        and c.status is _PENDING
+        for i, c in candidates
+        if c.status is _PENDING
         and not c.destructive
-        and state.tool_set.get(c.tool_name) is not None
+        and tool_set.get(c.tool_name) is not None
     ]
     if not eligible:
         return state
-    ids = {c.id for _, c in eligible}
     grants = grant_for_batch([c for _, c in eligible], state.iteration)
-    replaced = {
-        i: c.with_changes(status=_APPROVED)
-        for i, c in enumerate(state.calls)
-        if c.id in ids
-    }
+    if len(index) == len(calls):
+        replaced = {i: c.with_changes(status=_APPROVED) for i, c in eligible}
+    else:
+        ids = {c.id for _, c in eligible}
+        replaced = {
+            i: c.with_changes(status=_APPROVED)
+            for i, c in enumerate(calls)
+            if c.id in ids
+        }
     state = _replace_calls(state, replaced, {"grants": (*state.grants, *grants)})
     return _maybe_executing(state)
 
@@ -672,17 +686,13 @@ def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    auth = authorize_start(state, cmd.call_id)
     found = _located(state, cmd.call_id)
+    auth = authorize_found(state, cmd.call_id, None if found is None else found[1])
     if type(auth) is Authorized:
         assert found is not None  # authorize_start found it
         i, call = found
         grant = auth.grant
-        used = (*state.used_grants, grant)
-        changes: dict[str, Any] = {
-            "used_grants": used,
-            "_used_set": (used, state.used_grant_set() | {grant}),
-        }
+        changes: dict[str, Any] = {"_used": state._used.append(grant)}
         return _replace_call(state, i, call.with_changes(status=_RUNNING), changes)
     assert isinstance(auth, Refused)
     state = _violation(

@@ -80,9 +80,13 @@ from stockade.protocol.budget import estimate_tokens
 from stockade.protocol.errors import ProtocolError, ProtocolException
 from stockade.protocol.events import (
     Aborted,
+    MessageStart,
     StreamError,
     StreamEvent,
+    TextDelta,
     ToolCallComplete,
+    ToolCallInputDelta,
+    ToolCallStart,
     Usage,
     is_terminal,
 )
@@ -394,9 +398,13 @@ class TurnRunner:
                 if before.phase is TurnPhase.REQUESTING:
                     await self._request()
                 elif before.phase is TurnPhase.EXECUTING:
-                    runnable = [c for c in before.runnable_calls() if c.iteration == before.iteration]
-                    if runnable:
-                        await self._execute(runnable[0])
+                    # The first approved call of this iteration (not a scan of the whole turn).
+                    runnable = next(
+                        (c for c in before.iteration_calls() if c.status is CallStatus.APPROVED),
+                        None,
+                    )
+                    if runnable is not None:
+                        await self._execute(runnable)
                     else:
                         self._dispatch(Advance(self._clock_ms()))
                 else:
@@ -749,6 +757,13 @@ class TurnRunner:
         stream = self._provider.stream(request)
         try:
             async for event in stream:
+                if type(event) in _CONTENT_EVENTS:
+                    # Most of a stream: no error, usage, completed call or end to look at.
+                    tally.started = produced = True
+                    self._dispatch(event)
+                    if self._state.phase not in _STREAM_PHASES:
+                        break
+                    continue
                 if not isinstance(event, (StreamError, Aborted)):
                     tally.started = True
                 if isinstance(event, Usage):
@@ -775,7 +790,7 @@ class TurnRunner:
                     tally.terminal = True
                     tally.failed = isinstance(event, (StreamError, Aborted))
                     break
-                if self._state.phase not in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+                if self._state.phase not in _STREAM_PHASES:
                     break
         finally:
             close = getattr(stream, "aclose", None)
@@ -891,6 +906,11 @@ class TurnRunner:
         if not await self._record(StepKind.TOOL_RESULT, payload):
             return
         self._dispatch(CallSettled(call.id, final))
+
+
+_CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
+"""Exact event types `_pump` only dispatches (subclasses take the general path)."""
+_STREAM_PHASES = (TurnPhase.REQUESTING, TurnPhase.STREAMING)
 
 
 def _screened(event: ToolCallComplete) -> ToolCallComplete:

@@ -237,6 +237,44 @@ class _Log:
 _EMPTY_LOG = _Log([], 0)
 
 
+class _GrantLog:
+    """The used grants as a `_Log` whose views also answer "is this grant among my first `n`"
+    in O(1): each grant's first position is kept in a table shared like the items."""
+
+    __slots__ = ("_first", "_items", "_n", "_tuple")
+
+    def __init__(self, items: list[Any], first: dict[Any, int], n: int) -> None:
+        self._items = items
+        self._first = first
+        self._n = n
+        self._tuple: tuple[Any, ...] | None = None
+
+    @classmethod
+    def of(cls, grants: Iterable[Any]) -> _GrantLog:
+        items = list(grants)
+        first: dict[Any, int] = {}
+        for i, grant in enumerate(items):
+            first.setdefault(grant, i)
+        return cls(items, first, len(items))
+
+    def append(self, grant: Any) -> _GrantLog:
+        items, n = self._items, self._n
+        if len(items) != n:
+            return _GrantLog.of([*items[:n], grant])
+        items.append(grant)
+        self._first.setdefault(grant, n)
+        return _GrantLog(items, self._first, n + 1)
+
+    def __contains__(self, grant: Any) -> bool:
+        i = self._first.get(grant)
+        return i is not None and i < self._n
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        if self._tuple is None:
+            self._tuple = tuple(self._items[: self._n])  # benign cache write
+        return self._tuple
+
+
 @dataclass(frozen=True, slots=True)
 class AssistantDraft:
     """The assistant message being streamed: closed blocks, the open text run, and the ids of
@@ -329,6 +367,7 @@ _FIELDS = (
     "error", "seen_call_ids",
 )
 _NO_IDS: frozenset[str] = frozenset()
+_NO_GRANTS = _GrantLog([], {}, 0)
 _DEFAULT_BUDGET = TurnBudget()
 _DEFAULT_LIMITS = TurnLimits()
 _EMPTY_TOOLS = ToolSet()
@@ -376,7 +415,7 @@ class TurnState:
             "history": history,
             "calls": calls,
             "grants": grants,
-            "used_grants": used_grants,
+            "_used": _GrantLog.of(used_grants) if used_grants else _NO_GRANTS,
             "denials": denials,
             "stream_notices": stream_notices,
             "outcome": outcome,
@@ -399,7 +438,6 @@ class TurnState:
     history: tuple[Message, ...]
     calls: tuple[CallRecord, ...]
     grants: tuple[Grant, ...]
-    used_grants: tuple[Grant, ...]
     denials: tuple[DenialRecord, ...]
     stream_notices: tuple[ProtocolError, ...]
     outcome: TurnOutcome | None
@@ -407,6 +445,7 @@ class TurnState:
     notice: str | None
     error: ProtocolError | None
     _log: _Log
+    _used: _GrantLog  # used_grants, shared between states like the violation log
     _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
     _seen_turn: frozenset[str]  # ids the reducer has added since: a turn's few calls
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
@@ -432,6 +471,14 @@ class TurnState:
     @property
     def violations(self) -> tuple[ViolationRecord, ...]:
         return self._log.as_tuple()
+
+    @property
+    def used_grants(self) -> tuple[Grant, ...]:
+        return self._used.as_tuple()
+
+    def grant_used(self, grant: Grant) -> bool:
+        """`grant in used_grants` without building the tuple."""
+        return grant in self._used
 
     @property
     def seen_call_ids(self) -> frozenset[str]:
@@ -477,8 +524,9 @@ class TurnState:
         """Position of each call id in `calls` (the first, should an id repeat)."""
         return self._call_table()[1]
 
-    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], bool]:
-        """(calls, id -> position, whether iterations never decrease along `calls`)."""
+    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], int | None]:
+        """(calls, id -> position, tail): `tail` is where the last call's iteration begins
+        along `calls` when iterations never decrease along it (0 for no calls), else None."""
         cached = self.__dict__.get("_index")
         calls = self.calls
         if cached is not None and cached[0] is calls:
@@ -486,8 +534,12 @@ class TurnState:
         index: dict[str, int] = {}
         for i, c in enumerate(calls):
             index.setdefault(c.id, i)
-        ordered = all(a.iteration <= b.iteration for a, b in pairwise(calls))
-        table = (calls, index, ordered)
+        tail: int | None = None
+        if all(a.iteration <= b.iteration for a, b in pairwise(calls)):
+            tail = len(calls)
+            while tail and calls[tail - 1].iteration == calls[-1].iteration:
+                tail -= 1
+        table = (calls, index, tail)
         self.__dict__["_index"] = table  # benign cache write, checked by identity
         return table
 
@@ -507,19 +559,17 @@ class TurnState:
             self.__dict__["_grants_by_call"] = cached  # benign cache write
         return cached[1].get(call_id, ())
 
-    def used_grant_set(self) -> frozenset[Grant]:
-        cached = self.__dict__.get("_used_set")
-        used = self.used_grants
-        if cached is None or cached[0] is not used:
-            cached = (used, frozenset(used))
-            self.__dict__["_used_set"] = cached  # benign cache write
-        return cached[1]
-
     def iteration_calls(self) -> tuple[CallRecord, ...]:
-        calls, iteration = self.calls, self.iteration
-        if not self._call_table()[2]:  # a state built by hand may mix iterations
+        calls, _, tail = self._call_table()
+        iteration = self.iteration
+        if tail is None:  # a state built by hand may mix iterations
             return tuple(c for c in calls if c.iteration == iteration)
-        # The reducer appends calls in iteration order: this iteration's calls end the tuple.
+        # The reducer appends calls in iteration order: this iteration's calls end the tuple,
+        # from where the table says the last call's iteration begins.
+        if not calls or calls[-1].iteration < iteration:
+            return ()
+        if calls[-1].iteration == iteration:
+            return calls[tail:]
         start = len(calls)
         while start and calls[start - 1].iteration >= iteration:
             start -= 1
@@ -545,6 +595,8 @@ class TurnState:
                 values.update(_draft_parts(value))
             elif name == "violations":
                 values["_log"] = _Log(list(value), len(value)) if value else _EMPTY_LOG
+            elif name == "used_grants":
+                values["_used"] = _GrantLog.of(value)
             elif name == "seen_call_ids":
                 values["_seen"], values["_seen_turn"] = value, _NO_IDS
             elif name in _FIELDS:

@@ -45,11 +45,21 @@ def _normalize_other(value: Any) -> Any:
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+# And `JSONEncoder.encode` builds its C encoder on every call (about half the cost of encoding
+# a tool input): this is that encoder, made once with the same options. Its cycle check is off
+# because a normalized value is a fresh tree (`_normalize` rebuilds every container and fails
+# on a cycle itself).
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = None if _make_c_encoder is None else _make_c_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+)
 
 
 def canonical_json(value: Any) -> str:
     """Keys sorted by code point, no whitespace, non-ASCII kept raw, integers without `.0`."""
-    return _ENCODER.encode(_normalize(value))
+    if _C_ENCODE is None:
+        return _ENCODER.encode(_normalize(value))
+    return "".join(_C_ENCODE(_normalize(value), 0))
 
 
 def digest(value: Any) -> str:

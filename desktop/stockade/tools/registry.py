@@ -19,9 +19,10 @@ from stockade.tools.runtime import (
     ToolEffect,
     ToolOutcome,
     input_problem,
+    plainly_bounded,
     refusal_of,
 )
-from stockade.tools.schema import InputT, json_schema, parse_input
+from stockade.tools.schema import InputT, json_schema, parse_input, validate_input
 
 
 def _read_and_destructive(name: str) -> ValueError:
@@ -103,10 +104,14 @@ class DefinedTool(Generic[InputT]):
         refusal = refusal_of(raw)
         if refusal is not None:
             return PrepareFailed(issues=(refusal,))
-        problem = input_problem(raw)
-        if problem is not None:
-            return PrepareFailed(issues=(problem,))
-        parsed = self.parse(raw)
+        parsed: InputT | list[str]
+        if plainly_bounded(raw, screen_keys=True):  # one walk clears both checks below
+            parsed = validate_input(self._input_model, raw)
+        else:
+            problem = input_problem(raw)
+            if problem is not None:
+                return PrepareFailed(issues=(problem,))
+            parsed = self.parse(raw)
         if isinstance(parsed, list):
             return PrepareFailed(issues=tuple(parsed))
         value: InputT = parsed

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from stockade.thf.model import ThreatModel
+from stockade.tools.schema import FORBIDDEN_KEY
 
 
 class ToolEffect(StrEnum):
@@ -114,8 +115,71 @@ def input_problem(raw: Any) -> str | None:
 
     Refused: numbers that are not finite (NaN, infinity), nesting deeper than
     `MAX_INPUT_DEPTH`, more than `MAX_INPUT_BYTES` of content, keys that are not strings and
-    values JSON cannot hold. The walk is iterative, so a hostile input cannot exhaust the stack.
+    values JSON cannot hold. The walks are iterative, so a hostile input cannot exhaust the
+    stack. Plain input (nearly all of it) is recognised by a walk that spells no paths; only
+    input it does not clear is walked again to name the problem.
     """
+    if plainly_bounded(raw):
+        return None
+    return _spelled_problem(raw)
+
+
+def plainly_bounded(raw: Any, *, screen_keys: bool = False) -> bool:
+    """True when `input_problem(raw)` is None, found level by level without building paths;
+    False when it is not, or when `raw` holds a subclass the exact walk should judge.
+
+    With `screen_keys`, True also says `raw` has no `__proto__` key and no unpaired surrogate
+    (`tools.schema.forbidden_key_issues(raw)` is empty), so one walk clears both checks.
+    """
+    level = [raw]
+    depth = 1
+    size = 0
+    while level:
+        if depth > MAX_INPUT_DEPTH:
+            return False
+        below: list[Any] = []
+        push, extend = below.append, below.extend
+        for value in level:
+            kind = type(value)
+            if kind is str:
+                size += len(value)
+                if screen_keys and not value.isascii() and _has_surrogate(value):
+                    return False
+            elif kind is dict:
+                size += 2
+                for key, item in value.items():
+                    if type(key) is not str:
+                        return False
+                    if screen_keys and (key == FORBIDDEN_KEY
+                                        or (not key.isascii() and _has_surrogate(key))):
+                        return False
+                    size += len(key) + 4
+                    push(item)
+            elif kind is list:
+                size += 2
+                extend(value)
+            elif value is None or kind is bool:
+                size += 5
+            elif kind is int:
+                size += value.bit_length() // 3 + 1
+            elif kind is float:
+                if not math.isfinite(value):
+                    return False
+                size += 24
+            else:
+                return False
+            if size > MAX_INPUT_BYTES:
+                return False
+        level = below
+        depth += 1
+    return True
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _spelled_problem(raw: Any) -> str | None:
     stack: list[tuple[Any, int, str]] = [(raw, 1, "")]
     size = 0
     while stack:

@@ -204,6 +204,12 @@ def parse_input(model: type[InputT], raw: Any) -> InputT | list[str]:
     issues = forbidden_key_issues(raw)
     if issues:
         return issues
+    return validate_input(model, raw)
+
+
+def validate_input(model: type[InputT], raw: Any) -> InputT | list[str]:
+    """`parse_input` after its key walk: for input already known to hold no `__proto__` key and
+    no unpaired surrogate (`tools.runtime.plainly_bounded(raw, screen_keys=True)`)."""
     if not isinstance(raw, dict):
         return [f"the input must be a JSON object, not {_json_type_name(raw)}"]
     try:

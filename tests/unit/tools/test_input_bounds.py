@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stockade.thf.canonical import digest
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import (
     MAX_INPUT_DEPTH,
@@ -71,3 +72,74 @@ def test_every_accepted_input_is_strict_json(value: Any) -> None:
     problem = input_problem(value)
     if problem is None:
         json.dumps(value, allow_nan=False)
+
+
+_KEYS = st.sampled_from(["a", "é", "__proto__", "\ud800", "x\udfffy"]) | st.text(max_size=8)
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20) | st.sampled_from(["\ud800", "é\udfff", "x" * 70_000, b"raw", 1j]),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
+    | st.dictionaries(_KEYS | st.integers(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_ANY)
+def test_the_pathless_walk_clears_exactly_what_the_spelled_walk_accepts(value: Any) -> None:
+    """`plainly_bounded` never clears an input the spelling walk refuses; with `screen_keys`
+    it clears only input the `__proto__`/surrogate walk finds nothing in either; and
+    `input_problem` answers exactly what the spelling walk answers."""
+    from stockade.tools.runtime import _spelled_problem, plainly_bounded
+    from stockade.tools.schema import forbidden_key_issues
+
+    spelled = _spelled_problem(value)
+    assert input_problem(value) == spelled
+    if plainly_bounded(value):
+        assert spelled is None
+    if plainly_bounded(value, screen_keys=True):
+        assert spelled is None and forbidden_key_issues(value) == []
+
+
+def test_the_pathless_walk_clears_plain_input_and_refuses_deep_or_large_input() -> None:
+    from stockade.tools.runtime import MAX_INPUT_BYTES, plainly_bounded
+
+    plain = {"action": "add_element", "element": {"name": "Gateway", "tags": ["a", "é"],
+                                                  "weight": 1.5, "n": 3, "ok": True, "x": None}}
+    assert plainly_bounded(plain) and plainly_bounded(plain, screen_keys=True)
+    assert plainly_bounded(_nested(MAX_INPUT_DEPTH))
+    assert not plainly_bounded(_nested(MAX_INPUT_DEPTH + 1))
+    assert not plainly_bounded({"a": "x" * MAX_INPUT_BYTES})
+    assert plainly_bounded({"__proto__": 1}) and not plainly_bounded({"__proto__": 1}, screen_keys=True)
+    assert not plainly_bounded({"a": "\ud800"}, screen_keys=True)
+
+
+_TOOLS = default_registry().list()
+_NEAR_VALID = st.fixed_dictionaries(
+    {"action": st.sampled_from(["add_element", "update_threat", "delete_threat"]),
+     "id": st.sampled_from(["comp-1", "threat-1", "", "\ud800", "x" * 300])},
+    optional={"kind": st.sampled_from(["elements", "threats"]), "__proto__": st.just({}),
+              "updates": st.dictionaries(st.sampled_from(["name", "severity", "__proto__"]),
+                                         st.sampled_from(["low", "Gateway", None, 1.0, "é\udfff"]),
+                                         max_size=2),
+              "cascade": st.booleans() | st.floats(allow_nan=True)},
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.sampled_from(_TOOLS), _NEAR_VALID | _ANY)
+def test_prepare_answers_what_the_bound_check_and_the_parse_answer(tool: Any, raw: Any) -> None:
+    """`prepare`'s one-walk fast path gives the same issues, digest and summary as the bound
+    check followed by the full parse (key walk included)."""
+    prepared = tool.prepare(raw)
+    problem = refusal_of(raw) or input_problem(raw)
+    if problem is not None:
+        assert isinstance(prepared, PrepareFailed) and prepared.issues == (problem,)
+        return
+    parsed = tool.parse(raw)
+    if isinstance(parsed, list):
+        assert isinstance(prepared, PrepareFailed) and prepared.issues == tuple(parsed)
+        return
+    assert not isinstance(prepared, PrepareFailed)
+    assert prepared.input == parsed.canonical()
+    assert prepared.input_digest == digest(parsed.canonical())
