@@ -375,9 +375,7 @@ class RunStates:
             raise RunExpired(f"run {run_id} expired while it waited (parked runs are kept for a "
                              "limited time, set in settings), so it is never resumed")
         if run.status is not RunStatus.PARKED or run.claimed:
-            raise ConflictError(f"run {run_id} is {run.status.value}"
-                                f"{' and claimed' if run.claimed else ''}; only a parked, "
-                                "unclaimed run can be resumed")
+            raise _not_resumable(run)
         if ttl_ms is not None and run.updated_ms < self._now() - ttl_ms:
             days = ttl_ms // (24 * 3600 * 1000)
             raise RunExpired(f"run {run_id} has expired: it waited longer than parked runs are "
@@ -389,6 +387,11 @@ class RunStates:
                                 f"{', '.join(undecided)}; approve or deny each call first")
         sealed = sql.read_snapshot(conn, run_id)
         if sealed is None:
+            # Another resumer claimed the run and finished it after it was read above: say
+            # so, as a resumer arriving a moment later is told.
+            now = self.get(run_id)
+            if now.status is not RunStatus.PARKED or now.claimed:
+                raise _not_resumable(now)
             raise ConflictError(f"run {run_id} has no parked snapshot")
         snapshot, key, info = self._open(run_id, sealed, passphrase)
         trail = self._trajectory.verify_run(run_id)
@@ -396,7 +399,15 @@ class RunStates:
             raise ConflictError(f"the audit trail of run {run_id} does not check "
                                 f"({trail.reason}); it cannot be resumed")
         events = self._trajectory.events(run_id)
-        parked = self._newest_park(run_id, events, sealed, info, run)
+        try:
+            parked = self._newest_park(run_id, events, sealed, info, run)
+        except SnapshotReplayed:
+            # A resumer that claimed the run after it was read above is no replay: only a run
+            # still parked and unclaimed with these events is one.
+            now = self.get(run_id)
+            if now.status is not RunStatus.PARKED or now.claimed:
+                raise _not_resumable(now) from None
+            raise
         after = [e for e in events if e.seq > parked.seq]
         decision_key = derive_key(key, DECISION_KEY_LABEL)
         by_seq = {e.seq: e for e in after}
@@ -524,3 +535,9 @@ def _decision_problem(run_id: str, row: DecisionRow, events: dict[int, Trajector
     if not hmac_equal(decision_mac(key, run_id, row, event.hash, seal_version), row.mac):
         return "its MAC does not verify"
     return None
+
+
+def _not_resumable(run: RunRow) -> ConflictError:
+    return ConflictError(f"run {run.run_id} is {run.status.value}"
+                         f"{' and claimed' if run.claimed else ''}; only a parked, "
+                         "unclaimed run can be resumed")

@@ -213,3 +213,61 @@ def test_a_run_whose_process_died_is_marked_interrupted_and_its_holds_released(
     assert totals.open_count == 0 and totals.reserved == totals.settled + totals.released == 70
     assert trajectory.events("dead")[-1].kind == "run.interrupted"
     assert trajectory.verify_chain().ok
+
+
+def _resume_elsewhere(runs: RunStates, run_id: str, *, finish: bool) -> None:
+    """Another resumer, on another machine, claims the run (and finishes it) at this moment."""
+    other = runs.prepare_resume(run_id)
+    runs.claim(other)
+    if finish:
+        runs.finish(run_id, outcome="completed", reason=None)
+
+
+@pytest.mark.parametrize("finish", [False, True])
+def test_a_resume_raced_by_another_resumer_is_told_the_run_moved_on_not_that_it_was_replayed(
+    runs: RunStates, trajectory: Trajectory, monkeypatch: pytest.MonkeyPatch, finish: bool
+) -> None:
+    # The other resumer claims after this one read the run and its snapshot, before it read
+    # the events: those now show a resume after the park, as a put-back snapshot's would.
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    real_verify = trajectory.verify_run
+    raced: list[bool] = []
+
+    def verify_then_race(rid: str):  # type: ignore[no-untyped-def]
+        result = real_verify(rid)
+        if not raced:
+            raced.append(True)
+            _resume_elsewhere(runs, rid, finish=finish)
+        return result
+
+    monkeypatch.setattr(trajectory, "verify_run", verify_then_race)
+    with pytest.raises(ConflictError) as refused:
+        runs.prepare_resume(run_id)
+    assert type(refused.value) is ConflictError  # not SnapshotReplayed, a tampering verdict
+    status = "finished" if finish else "running and claimed"
+    assert str(refused.value) == (f"run {run_id} is {status}; only a parked, unclaimed run "
+                                  "can be resumed")
+
+
+def test_a_resume_whose_snapshot_went_with_a_finished_rival_says_the_run_moved_on(
+    runs: RunStates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stockade.governance.runstate as runstate
+
+    run_id = _parked(runs)
+    _decide_all(runs, run_id)
+    real_read = runstate.sql.read_snapshot
+    raced: list[bool] = []
+
+    def race_then_read(conn, rid):  # type: ignore[no-untyped-def]
+        if not raced:
+            raced.append(True)
+            _resume_elsewhere(runs, rid, finish=True)
+        return real_read(conn, rid)
+
+    monkeypatch.setattr(runstate.sql, "read_snapshot", race_then_read)
+    with pytest.raises(ConflictError) as refused:
+        runs.prepare_resume(run_id)
+    assert str(refused.value) == (f"run {run_id} is finished; only a parked, unclaimed run can "
+                                  "be resumed")
