@@ -530,20 +530,11 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
     """Swap in the new record of the call at position `i` (every record with its id, should a
     hand-built state repeat ids)."""
-    calls, index, tail = state._call_table()
+    calls, index, _tail = state._call_table()
     if len(index) != len(calls):
-        same = {j: record for j, c in enumerate(calls) if c.id == record.id}
-        return _replace_calls(state, same, changes)
-    as_list = list(calls)
-    as_list[i] = record
-    new_calls = tuple(as_list)
-    values = state.__dict__.copy()
-    values.update(changes)
-    values["calls"] = new_calls
-    values["_index"] = (new_calls, index, tail)
-    new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
-    return new
+        return _replace_calls(state, {j: record for j, c in enumerate(calls)
+                                      if c.id == record.id}, changes)
+    return _replace_calls(state, {i: record}, changes)
 
 
 def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
