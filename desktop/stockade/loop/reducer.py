@@ -202,13 +202,7 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any]) 
             tail = None
         elif last < record.iteration:
             tail = len(calls)
-    values = state.__dict__.copy()
-    values.update(changes)
-    values["calls"] = new_calls
-    values["_index"] = (new_calls, new_index, tail)
-    new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
-    return new
+    return _with_calls(state, new_calls, new_index, tail, changes)
 
 
 def _replace_calls(
@@ -219,11 +213,16 @@ def _replace_calls(
     as_list = list(calls)
     for i, record in replaced.items():
         as_list[i] = record
-    new_calls = tuple(as_list)
+    return _with_calls(state, tuple(as_list), index, tail, changes)
+
+
+def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str, int],
+                tail: int | None, changes: dict[str, Any]) -> TurnState:
+    """A copy of `state` with these calls, their id table and `changes`."""
     values = state.__dict__.copy()
     values.update(changes)
-    values["calls"] = new_calls
-    values["_index"] = (new_calls, index, tail)
+    values["calls"] = calls
+    values["_index"] = (calls, index, tail)
     new = _new_state(TurnState)
     _set_dict(new, "__dict__", values)
     return new
