@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from stockade.store.interface import Connection
+from stockade.store.interface import Connection, Cursor
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +41,10 @@ def insert_event(conn: Connection, row: EventRow) -> None:
     )
 
 
-def event_batches(conn: Connection, *, after: int = 0,
-                  size: int = 10_000) -> Iterator[list[tuple[Any, ...]]]:
-    """Every event with seq > `after` as raw tuples in seq order, `size` rows at a time (one
-    statement; the verify loop iterates the lists itself rather than a generator per row)."""
-    cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
-    while True:
-        rows = cur.fetchmany(size)
-        if not rows:
-            return
-        yield rows
+def event_rows(conn: Connection, *, after: int = 0) -> Cursor:
+    """Every event with seq > `after` as raw tuples in seq order: the cursor itself, so the
+    verify loop takes one row at a time from C, with no list of rows held in memory."""
+    return conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
 
 
 def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:
