@@ -535,7 +535,6 @@ class _ChainCheck:
         runs, kinds = self.runs, self.kinds
         runs_get, kinds_get = runs.get, kinds.get
         prev, expected = self.prev, self.last_seq + 1
-        passed = 0
         for row in rows:
             seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
             if seq == expected and prev_hash == prev and seq != boundary:
@@ -555,23 +554,22 @@ class _ChainCheck:
                     if prefix + outer.hexdigest() == stored:
                         run[0] = run_seq + 1
                         prev, expected = stored, seq + 1
-                        passed += 1
                         continue
-            self._passed(prev, expected - 1, passed)
-            passed = 0
+            self._passed(prev, expected - 1)
             broken = self.event(*row)
             if broken is not None:
                 return broken
             prev, expected = self.prev, self.last_seq + 1
-        self._passed(prev, expected - 1, passed)
+        self._passed(prev, expected - 1)
         return None
 
-    def _passed(self, prev: str, last_seq: int, passed: int) -> None:
-        """Record what `walk` checked inline since it last handed over to `event`."""
-        self.prev, self.last_seq = prev, last_seq
-        self.checked += passed
-        if passed:
+    def _passed(self, prev: str, last_seq: int) -> None:
+        """Record what `walk` checked inline since it last handed over to `event` (one event
+        per sequence number, so the count is the distance walked)."""
+        if last_seq > self.last_seq:
+            self.checked += last_seq - self.last_seq
             self.keyed_seen = True
+        self.prev, self.last_seq = prev, last_seq
 
     def event(self, seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, payload: str,
               prev_hash: str, stored: str) -> VerifyResult | None:
