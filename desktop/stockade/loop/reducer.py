@@ -158,7 +158,8 @@ RETRY_EXHAUSTED_TEXT = "The provider kept failing, so the request was not retrie
 # ---------------------------------------------------------------- helpers
 
 _new_state = object.__new__
-_set_dict = object.__setattr__
+_put_state_dict = TurnState.__dict__["__dict__"].__set__
+"""Sets a new state's instance dict: the descriptor itself, cheaper than `object.__setattr__`."""
 
 
 def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
@@ -170,7 +171,7 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -224,7 +225,7 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
     values["calls"] = calls
     values["_index"] = (calls, index, tail)
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -332,7 +333,7 @@ def _on_text_delta(state: TurnState, event: TextDelta) -> TurnState:
     if values["_blocks"] is None:
         values["_blocks"] = ()
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -529,11 +530,12 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
     """Swap in the new record of the call at position `i` (every record with its id, should a
     hand-built state repeat ids)."""
-    calls, index, _tail = state._call_table()
+    calls, index, tail = state._call_table()
     if len(index) != len(calls):
         return _replace_calls(state, {j: record for j, c in enumerate(calls)
                                       if c.id == record.id}, changes)
-    return _replace_calls(state, {i: record}, changes)
+    # One position: three slices instead of a list of every call and a tuple back.
+    return _with_calls(state, (*calls[:i], record, *calls[i + 1:]), index, tail, changes)
 
 
 def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
@@ -882,17 +884,42 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
 
 def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     """The next state of the turn after `input`. Total and pure."""
-    handler = _HANDLERS.get(type(input))
-    if state.phase is not _SETTLED:
+    kind = type(input)
+    phase = state.phase
+    # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
+    # answered here without a handler call: `_on_text_delta` and `_on_progress` do the same.
+    if kind is TextDelta and phase is _STREAMING:
+        text = input.text  # type: ignore[union-attr]
+        if not text:
+            return state
+        values = state.__dict__.copy()
+        chunks = values["_chunks"]
+        n = values["_n"]
+        if chunks is None:
+            values["_chunks"] = _Chunks([text])
+        elif len(chunks.parts) == n:
+            chunks.parts.append(text)  # the newest view: part n is free
+        else:
+            values["_chunks"] = _append_chunk(chunks, n, text)
+        values["_n"] = n + 1
+        if values["_blocks"] is None:
+            values["_blocks"] = ()
+        new = _new_state(TurnState)
+        _put_state_dict(new, values)
+        return new
+    if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
+        return state
+    handler = _HANDLERS.get(kind)
+    if phase is not _SETTLED:
         if handler is None:
             return state  # not a turn input at all; ignoring it keeps the reducer total
         return handler(state, input)
-    if type(input) is UndoTurn:
-        return _mark_undone(state, input)
-    if type(input) is ChargeCredits:
-        return _on_charge_credits(state, input)
-    kind = getattr(input, "type", type(input).__name__)
-    return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {kind!r}.")
+    if kind is UndoTurn:
+        return _mark_undone(state, input)  # type: ignore[arg-type]
+    if kind is ChargeCredits:
+        return _on_charge_credits(state, input)  # type: ignore[arg-type]
+    name = getattr(input, "type", kind.__name__)
+    return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {name!r}.")
 
 
 def initial_state() -> TurnState:

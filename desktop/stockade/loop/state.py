@@ -322,8 +322,8 @@ class CallRecord:
         """A copy with `changes` applied (fields only; not validated — reducer use)."""
         values = self.__dict__.copy()
         values.update(changes)
-        new = object.__new__(CallRecord)
-        _set_dict(new, "__dict__", values)
+        new = _new(CallRecord)
+        _put_record_dict(new, values)
         return new
 
 
@@ -343,14 +343,19 @@ def new_call(
     prepared: PreparedCall | None = None,
 ) -> CallRecord:
     """`CallRecord(...)` without the frozen `__init__`'s per-field cost (reducer use)."""
-    record = object.__new__(CallRecord)
-    _set_dict(record, "__dict__", {
+    record = _new(CallRecord)
+    _put_record_dict(record, {
         "id": id, "tool_name": tool_name, "input_digest": input_digest, "summary": summary,
         "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
         "raw_input": raw_input, "result": result, "is_error": is_error,
         "denial_reason": denial_reason, "edit": None, "prepared": prepared,
     })
     return record
+
+
+_new = object.__new__
+_put_record_dict = CallRecord.__dict__["__dict__"].__set__
+"""Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,9 +608,12 @@ class TurnState:
                 values[name] = value
             else:
                 raise TypeError(f"TurnState has no field {name!r}")
-        new = object.__new__(TurnState)
-        _set_dict(new, "__dict__", values)
+        new = _new(TurnState)
+        _put_state_dict(new, values)
         return new
+
+
+_put_state_dict = TurnState.__dict__["__dict__"].__set__
 
 
 def _draft_parts(draft: AssistantDraft | None) -> dict[str, Any]:
