@@ -203,6 +203,16 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
     if not named:
         return _REFUSED[Violation.NO_GRANT]
     iteration = state.iteration
+    if len(named) == 1:
+        # The usual case (one grant per approved call): the checks below on that one grant.
+        g = named[0]
+        if g.tool_name != tool_name or g.input_digest != digest:
+            return _REFUSED[Violation.DIGEST_MISMATCH]
+        if g.iteration != iteration:
+            return _REFUSED[Violation.FOREIGN_ITERATION]
+        if call.status != "approved" or state.grant_used(g):
+            return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
+        return Authorized(g)
     bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return _REFUSED[Violation.DIGEST_MISMATCH]
