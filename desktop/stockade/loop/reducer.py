@@ -81,6 +81,7 @@ from stockade.loop.state import (
     _Chunks,
     new_call,
     tool_call_ids,
+    with_status,
 )
 from stockade.protocol.errors import ErrorCode, ProtocolError
 from stockade.protocol.events import (
@@ -160,6 +161,8 @@ RETRY_EXHAUSTED_TEXT = "The provider kept failing, so the request was not retrie
 _new_state = object.__new__
 _put_state_dict = TurnState.__dict__["__dict__"].__set__
 """Sets a new state's instance dict: the descriptor itself, cheaper than `object.__setattr__`."""
+_new_record = object.__new__
+_put_record_dict = CallRecord.__dict__["__dict__"].__set__
 
 
 def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
@@ -167,7 +170,7 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
 
     Reducer use only: keys are the state's stored names (public fields, and the draft parts
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
-    used-grant log `_used` and the turn's own call ids `_seen_turn`)."""
+    used-grant log `_used`, the turn's own call ids `_seen_turn` and the last close-out `_closed`)."""
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
@@ -249,8 +252,28 @@ def _close_out(state: TurnState) -> TurnState:
     Calls that never ran become `not_run` (reason `turn_cancelled`, not sticky: nobody said
     no); each call without a result in history gets one, in call order, in a single user
     message.
+
+    A close-out leaves every call terminal and answered, and the state remembers that
+    (`_closed`: those calls, that history and the ids it answers). A later close-out whose
+    calls and history begin with the remembered ones (compared element by element, by
+    identity first) looks only at the calls and messages after them.
     """
     state = _fold_draft(state)
+    calls = state.calls
+    history = state.history
+    start = 0
+    answered: frozenset[str] | None = None
+    cached = state.__dict__.get("_closed")
+    if cached is not None:
+        done_calls, done_history, done_answered = cached
+        k, h = len(done_calls), len(done_history)
+        if (len(calls) >= k and len(history) >= h
+                and calls[:k] == done_calls and history[:h] == done_history):
+            start = k
+            answered = done_answered | _answered_ids(history[h:]) if len(history) > h \
+                else done_answered
+    if answered is None:
+        answered = _answered_ids(history)
     replaced = {
         i: c.with_changes(
             status=_NOT_RUN,
@@ -258,26 +281,34 @@ def _close_out(state: TurnState) -> TurnState:
             result=NOT_RUN_TEXT,
             is_error=True,
         )
-        for i, c in enumerate(state.calls)
+        for i, c in enumerate(calls[start:], start)
         if c.status not in TERMINAL_STATUSES
     }
     if replaced:
         state = _replace_calls(state, replaced, {})
-    answered = {
-        b.tool_call_id
-        for m in state.history
-        if m.role == "user"
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
+        calls = state.calls
     results = tuple(
         ToolResultBlock(c.id, c.result if c.result is not None else c.summary, c.is_error)
-        for c in state.calls
+        for c in calls[start:]
         if c.id not in answered
     )
     if not results:
+        state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    return _evolve(state, {"history": (*state.history, Message("user", results))})
+    history = (*history, Message("user", results))
+    answered = answered | {b.tool_call_id for b in results}
+    return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
+
+
+def _answered_ids(messages: tuple[Message, ...]) -> frozenset[str]:
+    """Ids of the calls the tool results in `messages`' user messages answer."""
+    return frozenset(
+        b.tool_call_id
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    )
 
 
 def _settle(state: TurnState, outcome: TurnOutcome, reason: str, **extra: Any) -> TurnState:
@@ -678,14 +709,19 @@ def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    found = _located(state, cmd.call_id)
-    auth = authorize_found(state, cmd.call_id, None if found is None else found[1])
+    call_id = cmd.call_id
+    calls, index, tail = state._call_table()
+    i = index.get(call_id)
+    call = None if i is None else calls[i]
+    auth = authorize_found(state, call_id, call)
     if type(auth) is Authorized:
-        assert found is not None  # authorize_start found it
-        i, call = found
-        grant = auth.grant
-        changes: dict[str, Any] = {"_used": state._used.append(grant)}
-        return _replace_call(state, i, call.with_changes(status=_RUNNING), changes)
+        assert call is not None and i is not None  # authorize_found found it
+        changes: dict[str, Any] = {"_used": state._used.append(auth.grant)}
+        running = with_status(call, _RUNNING)
+        if len(index) == len(calls):
+            return _with_calls(state, (*calls[:i], running, *calls[i + 1:]), index, tail, changes)
+        return _replace_call(state, i, running, changes)
+    found = None if i is None or call is None else (i, call)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
@@ -703,19 +739,27 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
 def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    found = _located(state, cmd.call_id)
-    if found is None or found[1].status is not _RUNNING:
+    calls, index, tail = state._call_table()
+    i = index.get(cmd.call_id)
+    if i is None:
         return state
-    i, call = found
-    ok = isinstance(cmd.outcome, ToolOk)
-    result = cmd.outcome.result
-    if call.edit is not None:
-        result = edited_result(call.edit, result)  # the model learns it ran with other input
-    settled = call.with_changes(
-        status=_SUCCEEDED if ok else _FAILED,
-        result=result,
-        is_error=not ok,
-    )
+    call = calls[i]
+    if call.status is not _RUNNING:
+        return state
+    outcome = cmd.outcome
+    ok = type(outcome) is ToolOk or isinstance(outcome, ToolOk)
+    result = outcome.result
+    edit = call.edit
+    if edit is not None:
+        result = edited_result(edit, result)  # the model learns it ran with other input
+    values = call.__dict__.copy()
+    values["status"] = _SUCCEEDED if ok else _FAILED
+    values["result"] = result
+    values["is_error"] = not ok
+    settled = _new_record(CallRecord)
+    _put_record_dict(settled, values)
+    if len(index) == len(calls):
+        return _with_calls(state, (*calls[:i], settled, *calls[i + 1:]), index, tail, {})
     return _replace_call(state, i, settled, {})
 
 

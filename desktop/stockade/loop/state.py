@@ -327,6 +327,15 @@ class CallRecord:
         return new
 
 
+def with_status(record: CallRecord, status: CallStatus) -> CallRecord:
+    """`record.with_changes(status=status)` without building keyword arguments (reducer use)."""
+    values = record.__dict__.copy()
+    values["status"] = status
+    new = _new(CallRecord)
+    _put_record_dict(new, values)
+    return new
+
+
 def new_call(
     id: str,
     tool_name: str,
