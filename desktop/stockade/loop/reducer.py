@@ -404,7 +404,7 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         "_open": open_ids,
         "_chunks": None,
         "_n": 0,
-        "_seen_turn": state._seen_turn | {event.id},
+        "_seen_turn": state._seen_turn.append(event.id),
     }
     return _open_call(state, draft, event.id, event.name, event.input)
 
@@ -513,7 +513,7 @@ def _answer_dropped_calls(state: TurnState) -> TurnState:
                 "_blocks": (*_closed_blocks(state), ToolCallBlock(call_id, name, {})),
                 "_chunks": None,
                 "_n": 0,
-                "_seen_turn": state._seen_turn | {call_id},
+                "_seen_turn": state._seen_turn.append(call_id),
                 "_log": state._log.append(
                     ViolationRecord(
                         Violation.DROPPED_TOOL_CALL, call_id, f"Tool call {call_id!r} arrived damaged."
