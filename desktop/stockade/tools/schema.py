@@ -213,7 +213,9 @@ def validate_input(model: type[InputT], raw: Any) -> InputT | list[str]:
     if not isinstance(raw, dict):
         return [f"the input must be a JSON object, not {_json_type_name(raw)}"]
     try:
-        return model.model_validate(raw)
+        # `model.model_validate(raw)` without its keyword plumbing (a fifth of validating a
+        # small input); the same validator with the same (default) options.
+        return model.__pydantic_validator__.validate_python(raw)
     except ValidationError as exc:
         out: list[str] = []
         for error in exc.errors(include_url=False):
