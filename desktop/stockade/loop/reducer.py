@@ -328,9 +328,15 @@ def _begin_message(state: TurnState, input_type: str) -> TurnState:
 
 
 def _maybe_executing(state: TurnState) -> TurnState:
-    if any(c.status is _PENDING for c in state.iteration_calls()):
-        return state
-    return _evolve(state, {"phase": _EXECUTING})
+    """`state` executing once no call of its iteration is pending.
+
+    `state` must be the one this transition has just built (nobody holds it yet), so the
+    phase is set in its own dict rather than through another copy."""
+    for c in state.iteration_calls():
+        if c.status is _PENDING:
+            return state
+    state.__dict__["phase"] = _EXECUTING
+    return state
 
 
 # ---------------------------------------------------------------- stream events
@@ -595,7 +601,7 @@ def _on_approve_call(state: TurnState, cmd: ApproveCall) -> TurnState:
     state = _replace_call(
         state,
         i,
-        call.with_changes(status=_APPROVED),
+        with_status(call, _APPROVED),
         {"grants": (*state.grants, grant_for_call(call, state.iteration))},
     )
     return _maybe_executing(state)
@@ -624,7 +630,7 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
         return state
     grants = grant_for_batch([c for _, c in eligible], state.iteration)
     if len(index) == len(calls):
-        replaced = {i: c.with_changes(status=_APPROVED) for i, c in eligible}
+        replaced = {i: with_status(c, _APPROVED) for i, c in eligible}
     else:
         ids = {c.id for _, c in eligible}
         replaced = {
