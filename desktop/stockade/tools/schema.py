@@ -41,7 +41,10 @@ class StrictInput(BaseModel):
 
     def given(self) -> dict[str, Any]:
         """The fields the caller actually supplied, as JSON-ready values keyed by wire name."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        # `model_dump` with these options, without its keyword plumbing (as in `canonical`).
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
     def canonical(self) -> dict[str, Any]:
         """The validated input as digested: given fields plus non-null defaults.
@@ -49,7 +52,11 @@ class StrictInput(BaseModel):
         Defaults are written out so that inputs with the same effect (`"cascade": false` and
         no `cascade`) share one digest, and a declined call cannot come back in new clothes.
         """
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # `model_dump(mode="json", by_alias=True, exclude_none=True)` calls the same serializer
+        # through a dozen keyword defaults: a quarter of dumping a small input.
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_none=True
+        )
 
 
 InputT = TypeVar("InputT", bound=StrictInput)
