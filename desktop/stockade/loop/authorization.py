@@ -141,11 +141,14 @@ def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
 
 
 _set = object.__setattr__
+# Enum members as module globals: `GrantScope.CALL` goes through the enum metaclass each time.
+_CALL, _BATCH, _AUTO = GrantScope.CALL, GrantScope.BATCH, GrantScope.AUTO
+_READ = ToolEffect.READ
 
 
 def grant_for_call(call: CallRecord, iteration: int) -> Grant:
     """The grant for one card the user approved (the only way to approve a destructive call)."""
-    return _grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
+    return _grant(call.id, call.tool_name, call.input_digest, _CALL, iteration)
 
 
 def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant, ...]:
@@ -155,7 +158,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
     return tuple(
-        _grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
+        _grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls
     )
 
 
@@ -163,11 +166,11 @@ def auto_grant_read_only(
     tool: Tool, *, call_id: str, input_digest: str, iteration: int
 ) -> Grant:
     """The static policy grant for a read-only tool. Reads only the tool's static declarations."""
-    if tool.effect is not ToolEffect.READ:
+    if tool.effect is not _READ:
         raise ValueError(f"The read-only policy cannot approve mutating tool {tool.name!r}.")
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
-    return _grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
+    return _grant(call_id, tool.name, input_digest, _AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
