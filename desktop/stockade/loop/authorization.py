@@ -79,6 +79,11 @@ class Grant:
     scope: GrantScope
     iteration: int
 
+    def __hash__(self) -> int:
+        # Equal grants name the same call. The generated hash (a tuple of all five fields)
+        # was most of the cost of checking whether a grant is used, once per started call.
+        return hash(self.call_id)
+
     def to_json(self) -> dict[str, object]:
         return {
             "call_id": self.call_id,
@@ -136,11 +141,14 @@ def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
 
 
 _set = object.__setattr__
+# Enum members as module globals: `GrantScope.CALL` goes through the enum metaclass each time.
+_CALL, _BATCH, _AUTO = GrantScope.CALL, GrantScope.BATCH, GrantScope.AUTO
+_READ = ToolEffect.READ
 
 
 def grant_for_call(call: CallRecord, iteration: int) -> Grant:
     """The grant for one card the user approved (the only way to approve a destructive call)."""
-    return _grant(call.id, call.tool_name, call.input_digest, GrantScope.CALL, iteration)
+    return _grant(call.id, call.tool_name, call.input_digest, _CALL, iteration)
 
 
 def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant, ...]:
@@ -150,7 +158,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
     return tuple(
-        _grant(c.id, c.tool_name, c.input_digest, GrantScope.BATCH, iteration) for c in calls
+        _grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls
     )
 
 
@@ -158,11 +166,11 @@ def auto_grant_read_only(
     tool: Tool, *, call_id: str, input_digest: str, iteration: int
 ) -> Grant:
     """The static policy grant for a read-only tool. Reads only the tool's static declarations."""
-    if tool.effect is not ToolEffect.READ:
+    if tool.effect is not _READ:
         raise ValueError(f"The read-only policy cannot approve mutating tool {tool.name!r}.")
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
-    return _grant(call_id, tool.name, input_digest, GrantScope.AUTO, iteration)
+    return _grant(call_id, tool.name, input_digest, _AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
@@ -203,6 +211,16 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
     if not named:
         return _REFUSED[Violation.NO_GRANT]
     iteration = state.iteration
+    if len(named) == 1:
+        # The usual case (one grant per approved call): the checks below on that one grant.
+        g = named[0]
+        if g.tool_name != tool_name or g.input_digest != digest:
+            return _REFUSED[Violation.DIGEST_MISMATCH]
+        if g.iteration != iteration:
+            return _REFUSED[Violation.FOREIGN_ITERATION]
+        if call.status != "approved" or state.grant_used(g):
+            return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
+        return Authorized(g)
     bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return _REFUSED[Violation.DIGEST_MISMATCH]

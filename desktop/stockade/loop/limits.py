@@ -84,8 +84,8 @@ def new_budget(
     credits_spent: int,
 ) -> TurnBudget:
     """`TurnBudget(...)` without the frozen `__init__`'s per-field cost (reducer use)."""
-    budget = object.__new__(TurnBudget)
-    object.__setattr__(budget, "__dict__", {
+    budget = _new(TurnBudget)
+    _put_budget_dict(budget, {
         "iterations_started": iterations_started,
         "tool_calls_accepted": tool_calls_accepted,
         "retries_used": retries_used,
@@ -93,6 +93,10 @@ def new_budget(
         "credits_spent": credits_spent,
     })
     return budget
+
+
+_new = object.__new__
+_put_budget_dict = TurnBudget.__dict__["__dict__"].__set__
 
 
 def budget_exhaustion(budget: TurnBudget, limits: TurnLimits, now_ms: int) -> BoundKind | None:

@@ -81,6 +81,7 @@ from stockade.loop.state import (
     _Chunks,
     new_call,
     tool_call_ids,
+    with_status,
 )
 from stockade.protocol.errors import ErrorCode, ProtocolError
 from stockade.protocol.events import (
@@ -158,7 +159,10 @@ RETRY_EXHAUSTED_TEXT = "The provider kept failing, so the request was not retrie
 # ---------------------------------------------------------------- helpers
 
 _new_state = object.__new__
-_set_dict = object.__setattr__
+_put_state_dict = TurnState.__dict__["__dict__"].__set__
+"""Sets a new state's instance dict: the descriptor itself, cheaper than `object.__setattr__`."""
+_new_record = object.__new__
+_put_record_dict = CallRecord.__dict__["__dict__"].__set__
 
 
 def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
@@ -166,11 +170,11 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
 
     Reducer use only: keys are the state's stored names (public fields, and the draft parts
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
-    used-grant log `_used` and the turn's own call ids `_seen_turn`)."""
+    used-grant log `_used`, the turn's own call ids `_seen_turn` and the last close-out `_closed`)."""
     values = state.__dict__.copy()
     values.update(changes)
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -224,7 +228,7 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
     values["calls"] = calls
     values["_index"] = (calls, index, tail)
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -248,8 +252,28 @@ def _close_out(state: TurnState) -> TurnState:
     Calls that never ran become `not_run` (reason `turn_cancelled`, not sticky: nobody said
     no); each call without a result in history gets one, in call order, in a single user
     message.
+
+    A close-out leaves every call terminal and answered, and the state remembers that
+    (`_closed`: those calls, that history and the ids it answers). A later close-out whose
+    calls and history begin with the remembered ones (compared element by element, by
+    identity first) looks only at the calls and messages after them.
     """
     state = _fold_draft(state)
+    calls = state.calls
+    history = state.history
+    start = 0
+    answered: frozenset[str] | None = None
+    cached = state.__dict__.get("_closed")
+    if cached is not None:
+        done_calls, done_history, done_answered = cached
+        k, h = len(done_calls), len(done_history)
+        if (len(calls) >= k and len(history) >= h
+                and calls[:k] == done_calls and history[:h] == done_history):
+            start = k
+            answered = done_answered | _answered_ids(history[h:]) if len(history) > h \
+                else done_answered
+    if answered is None:
+        answered = _answered_ids(history)
     replaced = {
         i: c.with_changes(
             status=_NOT_RUN,
@@ -257,26 +281,34 @@ def _close_out(state: TurnState) -> TurnState:
             result=NOT_RUN_TEXT,
             is_error=True,
         )
-        for i, c in enumerate(state.calls)
+        for i, c in enumerate(calls[start:], start)
         if c.status not in TERMINAL_STATUSES
     }
     if replaced:
         state = _replace_calls(state, replaced, {})
-    answered = {
-        b.tool_call_id
-        for m in state.history
-        if m.role == "user"
-        for b in m.content
-        if isinstance(b, ToolResultBlock)
-    }
+        calls = state.calls
     results = tuple(
         ToolResultBlock(c.id, c.result if c.result is not None else c.summary, c.is_error)
-        for c in state.calls
+        for c in calls[start:]
         if c.id not in answered
     )
     if not results:
+        state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    return _evolve(state, {"history": (*state.history, Message("user", results))})
+    history = (*history, Message("user", results))
+    answered = answered | {b.tool_call_id for b in results}
+    return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
+
+
+def _answered_ids(messages: tuple[Message, ...]) -> frozenset[str]:
+    """Ids of the calls the tool results in `messages`' user messages answer."""
+    return frozenset(
+        b.tool_call_id
+        for m in messages
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    )
 
 
 def _settle(state: TurnState, outcome: TurnOutcome, reason: str, **extra: Any) -> TurnState:
@@ -296,9 +328,15 @@ def _begin_message(state: TurnState, input_type: str) -> TurnState:
 
 
 def _maybe_executing(state: TurnState) -> TurnState:
-    if any(c.status is _PENDING for c in state.iteration_calls()):
-        return state
-    return _evolve(state, {"phase": _EXECUTING})
+    """`state` executing once no call of its iteration is pending.
+
+    `state` must be the one this transition has just built (nobody holds it yet), so the
+    phase is set in its own dict rather than through another copy."""
+    for c in state.iteration_calls():
+        if c.status is _PENDING:
+            return state
+    state.__dict__["phase"] = _EXECUTING
+    return state
 
 
 # ---------------------------------------------------------------- stream events
@@ -332,7 +370,7 @@ def _on_text_delta(state: TurnState, event: TextDelta) -> TurnState:
     if values["_blocks"] is None:
         values["_blocks"] = ()
     new = _new_state(TurnState)
-    _set_dict(new, "__dict__", values)
+    _put_state_dict(new, values)
     return new
 
 
@@ -372,7 +410,7 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         "_open": open_ids,
         "_chunks": None,
         "_n": 0,
-        "_seen_turn": state._seen_turn | {event.id},
+        "_seen_turn": state._seen_turn.append(event.id),
     }
     return _open_call(state, draft, event.id, event.name, event.input)
 
@@ -481,7 +519,7 @@ def _answer_dropped_calls(state: TurnState) -> TurnState:
                 "_blocks": (*_closed_blocks(state), ToolCallBlock(call_id, name, {})),
                 "_chunks": None,
                 "_n": 0,
-                "_seen_turn": state._seen_turn | {call_id},
+                "_seen_turn": state._seen_turn.append(call_id),
                 "_log": state._log.append(
                     ViolationRecord(
                         Violation.DROPPED_TOOL_CALL, call_id, f"Tool call {call_id!r} arrived damaged."
@@ -529,11 +567,12 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
     """Swap in the new record of the call at position `i` (every record with its id, should a
     hand-built state repeat ids)."""
-    calls, index, _tail = state._call_table()
+    calls, index, tail = state._call_table()
     if len(index) != len(calls):
         return _replace_calls(state, {j: record for j, c in enumerate(calls)
                                       if c.id == record.id}, changes)
-    return _replace_calls(state, {i: record}, changes)
+    # One position: three slices instead of a list of every call and a tuple back.
+    return _with_calls(state, (*calls[:i], record, *calls[i + 1:]), index, tail, changes)
 
 
 def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
@@ -562,7 +601,7 @@ def _on_approve_call(state: TurnState, cmd: ApproveCall) -> TurnState:
     state = _replace_call(
         state,
         i,
-        call.with_changes(status=_APPROVED),
+        with_status(call, _APPROVED),
         {"grants": (*state.grants, grant_for_call(call, state.iteration))},
     )
     return _maybe_executing(state)
@@ -591,7 +630,7 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
         return state
     grants = grant_for_batch([c for _, c in eligible], state.iteration)
     if len(index) == len(calls):
-        replaced = {i: c.with_changes(status=_APPROVED) for i, c in eligible}
+        replaced = {i: with_status(c, _APPROVED) for i, c in eligible}
     else:
         ids = {c.id for _, c in eligible}
         replaced = {
@@ -676,14 +715,19 @@ def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    found = _located(state, cmd.call_id)
-    auth = authorize_found(state, cmd.call_id, None if found is None else found[1])
+    call_id = cmd.call_id
+    calls, index, tail = state._call_table()
+    i = index.get(call_id)
+    call = None if i is None else calls[i]
+    auth = authorize_found(state, call_id, call)
     if type(auth) is Authorized:
-        assert found is not None  # authorize_start found it
-        i, call = found
-        grant = auth.grant
-        changes: dict[str, Any] = {"_used": state._used.append(grant)}
-        return _replace_call(state, i, call.with_changes(status=_RUNNING), changes)
+        assert call is not None and i is not None  # authorize_found found it
+        changes: dict[str, Any] = {"_used": state._used.append(auth.grant)}
+        running = with_status(call, _RUNNING)
+        if len(index) == len(calls):
+            return _with_calls(state, (*calls[:i], running, *calls[i + 1:]), index, tail, changes)
+        return _replace_call(state, i, running, changes)
+    found = None if i is None or call is None else (i, call)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
@@ -701,19 +745,27 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
 def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    found = _located(state, cmd.call_id)
-    if found is None or found[1].status is not _RUNNING:
+    calls, index, tail = state._call_table()
+    i = index.get(cmd.call_id)
+    if i is None:
         return state
-    i, call = found
-    ok = isinstance(cmd.outcome, ToolOk)
-    result = cmd.outcome.result
-    if call.edit is not None:
-        result = edited_result(call.edit, result)  # the model learns it ran with other input
-    settled = call.with_changes(
-        status=_SUCCEEDED if ok else _FAILED,
-        result=result,
-        is_error=not ok,
-    )
+    call = calls[i]
+    if call.status is not _RUNNING:
+        return state
+    outcome = cmd.outcome
+    ok = type(outcome) is ToolOk or isinstance(outcome, ToolOk)
+    result = outcome.result
+    edit = call.edit
+    if edit is not None:
+        result = edited_result(edit, result)  # the model learns it ran with other input
+    values = call.__dict__.copy()
+    values["status"] = _SUCCEEDED if ok else _FAILED
+    values["result"] = result
+    values["is_error"] = not ok
+    settled = _new_record(CallRecord)
+    _put_record_dict(settled, values)
+    if len(index) == len(calls):
+        return _with_calls(state, (*calls[:i], settled, *calls[i + 1:]), index, tail, {})
     return _replace_call(state, i, settled, {})
 
 
@@ -882,17 +934,42 @@ _HANDLERS: dict[type, Callable[[TurnState, Any], TurnState]] = {
 
 def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     """The next state of the turn after `input`. Total and pure."""
-    handler = _HANDLERS.get(type(input))
-    if state.phase is not _SETTLED:
+    kind = type(input)
+    phase = state.phase
+    # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
+    # answered here without a handler call: `_on_text_delta` and `_on_progress` do the same.
+    if kind is TextDelta and phase is _STREAMING:
+        text = input.text  # type: ignore[union-attr]
+        if not text:
+            return state
+        values = state.__dict__.copy()
+        chunks = values["_chunks"]
+        n = values["_n"]
+        if chunks is None:
+            values["_chunks"] = _Chunks([text])
+        elif len(chunks.parts) == n:
+            chunks.parts.append(text)  # the newest view: part n is free
+        else:
+            values["_chunks"] = _append_chunk(chunks, n, text)
+        values["_n"] = n + 1
+        if values["_blocks"] is None:
+            values["_blocks"] = ()
+        new = _new_state(TurnState)
+        _put_state_dict(new, values)
+        return new
+    if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
+        return state
+    handler = _HANDLERS.get(kind)
+    if phase is not _SETTLED:
         if handler is None:
             return state  # not a turn input at all; ignoring it keeps the reducer total
         return handler(state, input)
-    if type(input) is UndoTurn:
-        return _mark_undone(state, input)
-    if type(input) is ChargeCredits:
-        return _on_charge_credits(state, input)
-    kind = getattr(input, "type", type(input).__name__)
-    return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {kind!r}.")
+    if kind is UndoTurn:
+        return _mark_undone(state, input)  # type: ignore[arg-type]
+    if kind is ChargeCredits:
+        return _on_charge_credits(state, input)  # type: ignore[arg-type]
+    name = getattr(input, "type", kind.__name__)
+    return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {name!r}.")
 
 
 def initial_state() -> TurnState:

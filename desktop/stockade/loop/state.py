@@ -239,7 +239,8 @@ _EMPTY_LOG = _Log([], 0)
 
 class _GrantLog:
     """The used grants as a `_Log` whose views also answer "is this grant among my first `n`"
-    in O(1): each grant's first position is kept in a table shared like the items."""
+    in O(1): each grant's first position is kept in a table shared like the items. The turn's
+    own call ids are kept in one too (opening a call no longer copies every id before it)."""
 
     __slots__ = ("_first", "_items", "_n", "_tuple")
 
@@ -259,7 +260,9 @@ class _GrantLog:
 
     def append(self, grant: Any) -> _GrantLog:
         items, n = self._items, self._n
-        if len(items) != n:
+        if len(items) != n or not n:
+            # Another view appended here already, or this is an empty log (often the shared
+            # one every new state starts with, which must keep no turn's items).
             return _GrantLog.of([*items[:n], grant])
         items.append(grant)
         self._first.setdefault(grant, n)
@@ -268,6 +271,9 @@ class _GrantLog:
     def __contains__(self, grant: Any) -> bool:
         i = self._first.get(grant)
         return i is not None and i < self._n
+
+    def __len__(self) -> int:
+        return self._n
 
     def as_tuple(self) -> tuple[Any, ...]:
         if self._tuple is None:
@@ -322,9 +328,18 @@ class CallRecord:
         """A copy with `changes` applied (fields only; not validated — reducer use)."""
         values = self.__dict__.copy()
         values.update(changes)
-        new = object.__new__(CallRecord)
-        _set_dict(new, "__dict__", values)
+        new = _new(CallRecord)
+        _put_record_dict(new, values)
         return new
+
+
+def with_status(record: CallRecord, status: CallStatus) -> CallRecord:
+    """`record.with_changes(status=status)` without building keyword arguments (reducer use)."""
+    values = record.__dict__.copy()
+    values["status"] = status
+    new = _new(CallRecord)
+    _put_record_dict(new, values)
+    return new
 
 
 def new_call(
@@ -343,14 +358,19 @@ def new_call(
     prepared: PreparedCall | None = None,
 ) -> CallRecord:
     """`CallRecord(...)` without the frozen `__init__`'s per-field cost (reducer use)."""
-    record = object.__new__(CallRecord)
-    _set_dict(record, "__dict__", {
+    record = _new(CallRecord)
+    _put_record_dict(record, {
         "id": id, "tool_name": tool_name, "input_digest": input_digest, "summary": summary,
         "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
         "raw_input": raw_input, "result": result, "is_error": is_error,
         "denial_reason": denial_reason, "edit": None, "prepared": prepared,
     })
     return record
+
+
+_new = object.__new__
+_put_record_dict = CallRecord.__dict__["__dict__"].__set__
+"""Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,8 +386,8 @@ _FIELDS = (
     "used_grants", "denials", "violations", "stream_notices", "outcome", "reason", "notice",
     "error", "seen_call_ids",
 )
-_NO_IDS: frozenset[str] = frozenset()
 _NO_GRANTS = _GrantLog([], {}, 0)
+_NO_IDS = _NO_GRANTS
 _DEFAULT_BUDGET = TurnBudget()
 _DEFAULT_LIMITS = TurnLimits()
 _EMPTY_TOOLS = ToolSet()
@@ -447,7 +467,7 @@ class TurnState:
     _log: _Log
     _used: _GrantLog  # used_grants, shared between states like the violation log
     _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
-    _seen_turn: frozenset[str]  # ids the reducer has added since: a turn's few calls
+    _seen_turn: _GrantLog  # ids the reducer has added since: a turn's few calls
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
     _open: tuple[tuple[str, str], ...]
     _chunks: _Chunks | None
@@ -488,7 +508,7 @@ class TurnState:
             return self._seen
         cached = self.__dict__.get("_seen_all")
         if cached is None or cached[0] is not added:
-            cached = (added, self._seen | added)
+            cached = (added, self._seen | frozenset(added.as_tuple()))
             self.__dict__["_seen_all"] = cached  # benign cache write, checked by identity
         return cached[1]
 
@@ -553,7 +573,15 @@ class TurnState:
         grants = self.grants
         if cached is None or cached[0] is not grants:
             by_call: dict[str, tuple[Grant, ...]] = {}
-            for g in grants:
+            start = 0
+            if cached is not None:
+                # Grants are appended: a table of an earlier tuple this one begins with
+                # (compared element by element, by identity first) needs only the rest.
+                done = cached[0]
+                if len(grants) >= len(done) and grants[:len(done)] == done:
+                    by_call = cached[1].copy()
+                    start = len(done)
+            for g in grants[start:]:
                 by_call[g.call_id] = (*by_call.get(g.call_id, ()), g)
             cached = (grants, by_call)
             self.__dict__["_grants_by_call"] = cached  # benign cache write
@@ -603,9 +631,12 @@ class TurnState:
                 values[name] = value
             else:
                 raise TypeError(f"TurnState has no field {name!r}")
-        new = object.__new__(TurnState)
-        _set_dict(new, "__dict__", values)
+        new = _new(TurnState)
+        _put_state_dict(new, values)
         return new
+
+
+_put_state_dict = TurnState.__dict__["__dict__"].__set__
 
 
 def _draft_parts(draft: AssistantDraft | None) -> dict[str, Any]:

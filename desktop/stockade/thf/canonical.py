@@ -65,3 +65,21 @@ def canonical_json(value: Any) -> str:
 def digest(value: Any) -> str:
     """`sha256:` + hex of the canonical JSON bytes of `value`."""
     return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def json_ready_digest(value: Any) -> str:
+    """`digest(value)` for a value made only of exact JSON types with string keys (dict, list,
+    str, int, float, bool, None: what pydantic's JSON-mode dump makes), without rebuilding it.
+
+    Such a value differs from its normalized form only in integral floats below 2**53, and each
+    of those prints ending in `.0`; text without `.0` anywhere (nearly every tool input) is the
+    canonical text already. Anything else goes through `digest` (same bytes, same errors).
+    """
+    if _C_ENCODE is not None:
+        try:
+            text = "".join(_C_ENCODE(value, 0))
+        except (TypeError, ValueError, RecursionError):
+            return digest(value)  # raises as `digest` does
+        if ".0" not in text:
+            return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return digest(value)

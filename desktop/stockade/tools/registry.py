@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
 from stockade.protocol.request import ToolSpec
-from stockade.thf.canonical import digest
+from stockade.thf.canonical import json_ready_digest
 from stockade.tools.runtime import (
     PreparedCall,
     PrepareFailed,
@@ -124,7 +124,7 @@ class DefinedTool(Generic[InputT]):
         return PreparedCall(
             tool_name=self._name,
             summary=self._summarize(value),
-            input_digest=digest(canonical),
+            input_digest=json_ready_digest(canonical),  # a JSON-mode dump
             input=canonical,
             run=run,
         )

@@ -41,7 +41,10 @@ class StrictInput(BaseModel):
 
     def given(self) -> dict[str, Any]:
         """The fields the caller actually supplied, as JSON-ready values keyed by wire name."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        # `model_dump` with these options, without its keyword plumbing (as in `canonical`).
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
     def canonical(self) -> dict[str, Any]:
         """The validated input as digested: given fields plus non-null defaults.
@@ -49,7 +52,11 @@ class StrictInput(BaseModel):
         Defaults are written out so that inputs with the same effect (`"cascade": false` and
         no `cascade`) share one digest, and a declined call cannot come back in new clothes.
         """
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # `model_dump(mode="json", by_alias=True, exclude_none=True)` calls the same serializer
+        # through a dozen keyword defaults: a quarter of dumping a small input.
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_none=True
+        )
 
 
 InputT = TypeVar("InputT", bound=StrictInput)
@@ -213,7 +220,9 @@ def validate_input(model: type[InputT], raw: Any) -> InputT | list[str]:
     if not isinstance(raw, dict):
         return [f"the input must be a JSON object, not {_json_type_name(raw)}"]
     try:
-        return model.model_validate(raw)
+        # `model.model_validate(raw)` without its keyword plumbing (a fifth of validating a
+        # small input); the same validator with the same (default) options.
+        return model.__pydantic_validator__.validate_python(raw)
     except ValidationError as exc:
         out: list[str] = []
         for error in exc.errors(include_url=False):

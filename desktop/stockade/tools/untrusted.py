@@ -46,13 +46,22 @@ def _clean(text: str, max_code_points: int) -> tuple[str, bool]:
     """Unsafe code points removed, line breaks unified to LF (still raw), capped."""
     if max_code_points < 1:
         raise ValueError("max_code_points must be at least 1")
+    if type(text) is str and text.isascii() and text.isprintable():
+        # Printable ASCII (nearly every name and id) holds nothing the passes below change.
+        cleaned = text
+    else:
+        cleaned = _cleaned_text(text)
+    if len(cleaned) > max_code_points:
+        return cleaned[: max_code_points - 1] + ELLIPSIS, True
+    return cleaned, False
+
+
+def _cleaned_text(text: str) -> str:
     cleaned = _LINE_BREAK.sub("\n", text).replace("\t", " ")
     cleaned = _DROPPED.sub("", cleaned)
     if not cleaned.isascii():
         cleaned = _SURROGATE.sub("\ufffd", cleaned)
-    if len(cleaned) > max_code_points:
-        return cleaned[: max_code_points - 1] + ELLIPSIS, True
-    return cleaned, False
+    return cleaned
 
 
 def sanitize(text: str, max_code_points: int) -> tuple[str, bool]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stockade.loop.authorization import (
     Authorized,
@@ -20,6 +22,7 @@ from stockade.loop.authorization import (
 from stockade.loop.state import CallRecord, CallStatus, ToolSet, TurnPhase, TurnState
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolEffect
+from tests.conftest import examples
 from tests.unit.loop.fakes import FakeTool
 
 UPDATE = FakeTool("update_thing", fields=("id",))
@@ -170,3 +173,72 @@ def test_violation_set_holds_every_reference_code() -> None:
         "unknown_tool", "denied_replay", "limit_exceeded", "duplicate_call_id",
         "post_settlement_event",
     }
+
+
+def _plain_authorize(state: TurnState, call_id: str) -> Authorized | Refused:
+    """`authorize_start` as its docstring defines it, over whole tuples (no shortcuts)."""
+    call = next((c for c in state.calls if c.id == call_id), None)
+    if call is None:
+        return Refused(Violation.NO_GRANT)
+    if state.tool_set.get(call.tool_name) is None:
+        return Refused(Violation.UNKNOWN_TOOL)
+    if is_denied(state.denials, call.tool_name, call.input_digest):
+        return Refused(Violation.DENIED_REPLAY)
+    named = [g for g in state.grants if g.call_id == call_id]
+    if not named:
+        return Refused(Violation.NO_GRANT)
+    bound = [g for g in named if g.tool_name == call.tool_name and g.input_digest == call.input_digest]
+    if not bound:
+        return Refused(Violation.DIGEST_MISMATCH)
+    current = [g for g in bound if g.iteration == state.iteration]
+    if not current:
+        return Refused(Violation.FOREIGN_ITERATION)
+    unused = [g for g in current if g not in state.used_grants]
+    if call.status is not CallStatus.APPROVED or not unused:
+        return Refused(Violation.GRANT_ALREADY_CONSUMED)
+    return Authorized(unused[0])
+
+
+_IDS = st.sampled_from(["a", "b"])
+_TOOLS = st.sampled_from(["update_thing", "read_thing", "gone_thing"])
+_DIGESTS = st.sampled_from(["d1", "d2"])
+_CALL = st.tuples(_IDS, st.sampled_from(["update_thing", "update_thing", "gone_thing"]), _DIGESTS,
+                  st.sampled_from([CallStatus.APPROVED, CallStatus.APPROVED, CallStatus.RUNNING,
+                                   CallStatus.PENDING]))
+# A grant is usually one of a call's (id, tool, digest) with at most one field changed, so the
+# shortcut's every branch is reached.
+_GRANT_SEED = st.tuples(st.integers(0, 3), st.sampled_from(["", "id", "tool", "digest"]),
+                        st.sampled_from(list(GrantScope)), st.integers(1, 2))
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(
+    st.lists(_CALL, min_size=1, max_size=3),
+    st.lists(_GRANT_SEED, max_size=3),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.lists(st.tuples(_TOOLS, _DIGESTS), max_size=1),
+    st.integers(1, 2),
+    st.integers(0, 3),
+)
+def test_authorize_start_decides_as_the_plain_definition(
+    calls: list[tuple[str, str, str, CallStatus]], seeds: list[tuple[int, str, GrantScope, int]],
+    used: list[int], denials: list[tuple[str, str]], iteration: int, pick: int,
+) -> None:
+    """The one-grant shortcut and the general path refuse and authorize exactly as the checks
+    in the documented order do over whole tuples."""
+    grants = []
+    for i, changed, scope, grant_iteration in seeds:
+        call_id, tool, digest, _ = calls[i % len(calls)]
+        grants.append(Grant(
+            "z" if changed == "id" else call_id, "read_thing" if changed == "tool" else tool,
+            "d3" if changed == "digest" else digest, scope, grant_iteration,
+        ))
+    state = TurnState(
+        phase=TurnPhase.EXECUTING, iteration=iteration, tool_set=TOOLS,
+        calls=tuple(record(i, t, d, s) for i, t, d, s in calls),
+        grants=tuple(grants),
+        used_grants=tuple(grants[i] for i in used if i < len(grants)),
+        denials=tuple(DenialRecord(t, d) for t, d in denials),
+    )
+    call_id = calls[pick % len(calls)][0] if pick < 3 else "z"
+    assert authorize_start(state, call_id) == _plain_authorize(state, call_id)

@@ -197,3 +197,49 @@ def test_the_pathless_first_walk_never_hides_an_issue(raw: object) -> None:
     from stockade.tools.schema import _path_issues
 
     assert forbidden_key_issues(raw) == _path_issues(raw)
+
+
+_SAMPLE_INPUTS: dict[str, dict[str, Any]] = {
+    "get_entity": {"kind": "elements", "id": "comp-1"},
+    "search_entities": {"kind": "threats", "severity": "high", "offset": 2},
+    "add_element": {"action": "add_element", "element": {
+        "type": "process", "name": "Worker", "trust_zone": "internal",
+        "description": "Consumes jobs.", "technologies": ["Python", "Redis"]}},
+    "update_element": {"action": "update_element", "id": "comp-4",
+                       "updates": {"name": "Gateway", "description": "Edge."}},
+    "add_data_flow": {"action": "add_data_flow", "data_flow": {
+        "from": "comp-5", "to": "comp-6", "protocol": "HTTPS", "data": ["tokens"],
+        "authenticated": True}},
+    "update_threat": {"action": "update_threat", "id": "threat-1",
+                      "updates": {"severity": "low", "title": "Replay"}},
+    "delete_data_flow": {"action": "delete_data_flow", "id": "flow-1", "cascade": True},
+}
+
+
+def _subsets(value: Any, keep: list[bool]) -> Any:
+    """`value` with some optional-looking keys dropped (each dict key kept per `keep`)."""
+    if isinstance(value, dict):
+        out = {}
+        for i, (key, item) in enumerate(value.items()):
+            if key in ("action", "kind") or keep[i % len(keep)]:
+                out[key] = _subsets(item, keep[1:] or keep)
+        return out
+    return value
+
+
+@given(st.sampled_from(sorted(_SAMPLE_INPUTS)), st.lists(st.booleans(), min_size=1, max_size=8))
+def test_dumps_are_model_dumps(tool_name: str, keep: list[bool]) -> None:
+    """`canonical` and `given` call the serializer directly: the same dicts `model_dump` makes."""
+    from stockade.tools.registry import default_registry
+    from stockade.tools.schema import validate_input
+
+    tool = default_registry().get(tool_name)
+    assert tool is not None
+    value = validate_input(tool.input_model, _subsets(_SAMPLE_INPUTS[tool_name], keep))  # type: ignore[attr-defined]
+    if isinstance(value, list):
+        return  # a required key was dropped
+    assert value.canonical() == value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert value.given() == value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for field in value.__dict__.values():
+        if hasattr(field, "given"):
+            assert field.given() == field.model_dump(mode="json", by_alias=True, exclude_unset=True)

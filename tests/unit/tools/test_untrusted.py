@@ -99,3 +99,17 @@ def test_sanitize_never_exceeds_cap_in_source_code_points(text: str, cap: int) -
     assert len(out.replace("\\n", "\n")) <= cap
     if cut:
         assert out.endswith("…")
+
+
+@settings(max_examples=examples(500))
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F)),
+                 st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E))),
+       st.integers(min_value=1, max_value=60))
+def test_printable_ascii_shortcut_cleans_as_the_passes_do(text: str, cap: int) -> None:
+    """Printable ASCII skips the cleaning passes: it comes out as the passes make it."""
+    from stockade.tools.untrusted import ELLIPSIS, _clean, _cleaned_text
+
+    cleaned = _cleaned_text(text)
+    expected = (cleaned[: cap - 1] + ELLIPSIS, True) if len(cleaned) > cap else (cleaned, False)
+    assert _clean(text, cap) == expected
+    assert type(_clean(text, cap)[0]) is str
