@@ -28,11 +28,12 @@ the model's rules). The bound keeps at most `CACHED_SECTIONS` sections alive.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import compress, count, repeat
-from operator import attrgetter, contains, eq, is_not, itemgetter
+from itertools import accumulate, compress, count, repeat
+from operator import add, attrgetter, contains, eq, is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -161,8 +162,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "kind",
-                 "length", "section")
+    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "_text",
+                 "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -175,6 +176,8 @@ class SectionIndex:
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
         self._haystacks: list[str] | None = None
+        self._text: str | None = None
+        self._text_starts: list[int] = []
         self._shown: dict[int, str] = {}
 
     def column(self, field: str) -> list[Any]:
@@ -295,6 +298,56 @@ class SectionIndex:
             self._haystacks = section_haystacks(self.kind, self.section)
         return self._haystacks
 
+    def text_matches(self, needle: str, among: Sequence[int] | None = None) -> list[int]:
+        """Ascending positions (of all, or of the ascending `among`) whose haystack contains
+        the lower-cased `needle`, both as written and as the model is shown it."""
+        haystacks = self.haystacks()
+        if among is not None:
+            found = [i for i in among if needle in haystacks[i]]
+        elif "\x00" not in needle and not self._scan_first("text"):
+            found = self._find_in_text(needle)
+        else:
+            found = list(compress(count(), map(contains, haystacks, repeat(needle))))
+        return self._as_shown(found, needle)
+
+    def _find_in_text(self, needle: str) -> list[int]:
+        # Every haystack in one string, "\x00" between them: a needle without that character
+        # cannot match across two entities, so one C-level `find` runs from each hit to the
+        # start of the next entity, and Python runs once per matching entity, not per entity.
+        text = self._text
+        starts = self._text_starts
+        if text is None:
+            haystacks = self.haystacks()
+            text = "\x00".join(haystacks)
+            starts = list(accumulate(map(len, haystacks), add, initial=0))
+            # Each haystack begins one separator later than the lengths before it add up to.
+            starts = list(map(add, starts, count()))
+            self._text, self._text_starts = text, starts
+        found: list[int] = []
+        if len(starts) == 1:  # no entities
+            return found
+        find = text.find
+        append = found.append
+        at = find(needle)
+        while at >= 0:
+            position = bisect_right(starts, at) - 1
+            append(position)
+            at = find(needle, starts[position + 1])
+        return found
+
+    def _as_shown(self, found: list[int], needle: str) -> list[int]:
+        # Match what the model is shown: a secret in the document is `[redacted-secret]` in
+        # every result, so a guess at it must not be confirmed by a match count either. Text
+        # that nothing could redact is shown as it is, so only the haystacks that might hold a
+        # secret are redacted and searched again (usually none: one test over all of them).
+        if not found:
+            return found
+        haystacks = self.haystacks()
+        if not may_be_redacted("\x00".join(map(haystacks.__getitem__, found))):
+            return found
+        shown = self.shown_haystack
+        return [i for i in found if not may_be_redacted(haystacks[i]) or needle in shown(i)]
+
     def shown_haystack(self, position: int) -> str:
         """The haystack at `position` as the model is shown it: secret-shaped strings replaced
         (before lower-casing, since the patterns are case-sensitive). Made on demand, for the
@@ -304,6 +357,32 @@ class SectionIndex:
             shown = redacted(raw_haystack(self.kind, self.section[position])).lower()
             self._shown[position] = shown
         return shown
+
+
+# What each pattern of `stockade.protocol.secret_scan` needs to find anything, in lower case
+# (its own cheap tests, with the GitHub one made exact: `gh` and a letter before `_`). The
+# patterns run one after another on what the earlier ones left, but a text holding none of
+# these is left unchanged by every one of them, so `redacted` returns it as it is.
+# `tests/unit/tools/test_document_index.py` checks this against `redacted` and fails when a
+# new kind of secret is added there.
+_SECRET_HINTS = ("private key", "://", "bearer", "sk-", "akia", "asia", "github_pat_", "ghp_",
+                 "gho_", "ghu_", "ghs_", "ghr_")
+_TOKEN_CLASS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_TOKEN_BYTES = bytes(0x74 if b in _TOKEN_CLASS else 0x20 for b in range(256))
+_TOKEN_RUN = b"t" * 32
+"""The shortest high-entropy candidate: 32 characters of the token class in a row."""
+
+
+def may_be_redacted(lowered: str) -> bool:
+    """Whether `redacted` could change a text whose lower-cased form is `lowered` (False means
+    it certainly returns the text unchanged). Lower-casing keeps each ASCII character one
+    ASCII character in place, so every hint in the text is a hint in `lowered`."""
+    if any(map(contains, repeat(lowered), _SECRET_HINTS)):
+        return True
+    # A run of token characters, found with C-level byte operations rather than a regex scan
+    # (non-ASCII characters encode to bytes outside the class).
+    return len(lowered) >= len(_TOKEN_RUN) and _TOKEN_RUN in lowered.encode(
+        "utf-8", "surrogatepass").translate(_TOKEN_BYTES)
 
 
 _lock = threading.Lock()
