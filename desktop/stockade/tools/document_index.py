@@ -74,11 +74,6 @@ _ELEMENT_LISTS = attrgetter("technologies", "tags", "stores")
 _ID = attrgetter("id")
 
 
-def haystack(kind: str, entity: Any) -> str:
-    """The lower-cased text the `text` filter searches, one field per line."""
-    return raw_haystack(kind, entity).lower()
-
-
 def raw_haystack(kind: str, entity: Any) -> str:
     """The text the `text` filter searches, one field per line, as written."""
     parts = [p for p in _TEXT_FIELDS[kind](entity) if p is not None]
@@ -96,7 +91,7 @@ def raw_haystack(kind: str, entity: Any) -> str:
 # The same texts for a whole section, read through each record's `__dict__` (a pydantic
 # model's attribute reads go through its `__getattr__` hook, about twice as slow) and joined
 # without a Python call per field; `tests/unit/tools/test_document_index.py` checks them
-# against `haystack`.
+# against `raw_haystack`.
 _RECORD_DICT = BaseModel.__dict__["__dict__"].__get__
 _is_not_none = partial(is_not, None)
 _TEXT_KEYS: dict[str, tuple[str, ...]] = {
@@ -107,11 +102,11 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def section_haystacks(kind: str, section: Sequence[Any]) -> list[str]:
-    """`haystack(kind, e)` for every entity of a section, by position."""
+def section_texts(kind: str, section: Sequence[Any]) -> list[str]:
+    """`raw_haystack(kind, e)` for every entity of a section, by position."""
     keys = _TEXT_KEYS.get(kind)
     if keys is None:
-        return [haystack(kind, entity) for entity in section]
+        return [raw_haystack(kind, entity) for entity in section]
     rows = map(itemgetter(*keys), map(_RECORD_DICT, section))
     join = "\n".join
     out: list[str] = []
@@ -125,16 +120,16 @@ def section_haystacks(kind: str, section: Sequence[Any]) -> list[str]:
                 parts += tags
             if stores:
                 parts += stores
-            append(join(parts).lower())
+            append(join(parts))
     elif kind == "data_flows":
         for *head, data in rows:
-            append(join([*head, *data]).lower())
+            append(join([*head, *data]))
     else:
         for *head, mitigation in rows:
             parts = list(filter(_is_not_none, head))
             if mitigation is not None:
                 parts.append(mitigation.description)
-            append(join(parts).lower())
+            append(join(parts))
     return out
 
 
@@ -162,8 +157,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "_text",
-                 "_text_starts", "kind", "length", "section")
+    __slots__ = ("_columns", "_positions", "_reverse", "_scans", "_shown", "_text", "_text_starts",
+                 "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -175,7 +170,6 @@ class SectionIndex:
         self._positions: dict[str, int] | None = None
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
-        self._haystacks: list[str] | None = None
         self._text: str | None = None
         self._text_starts: list[int] = []
         self._shown: dict[int, str] = {}
@@ -292,48 +286,52 @@ class SectionIndex:
             found.update(self.holding(field, ref))
         return sorted(found)
 
-    def haystacks(self) -> list[str]:
-        """The `text` filter's haystack of every entity, by position."""
-        if self._haystacks is None:
-            self._haystacks = section_haystacks(self.kind, self.section)
-        return self._haystacks
+    def search_text(self) -> tuple[str, list[int]]:
+        """Every entity's `text` haystack (its text fields, one per line, lower-cased) in one
+        string, each followed by "\x00" but the last; and where each begins, then the end + 1.
+
+        Built on the section's first text search: one pass over the records, one C-level join
+        and one lower-casing of the whole, instead of a string per entity. "\x00" is neither
+        cased nor case-ignorable, so lower-casing the whole gives each haystack exactly as
+        lower-casing it alone would (a final sigma stays final)."""
+        text = self._text
+        if text is None:
+            texts = section_texts(self.kind, self.section)
+            joined = "\x00".join(texts)
+            text = joined.lower()
+            # Lower-casing lengthens a few letters (İ becomes i and a combining dot); only
+            # then are the haystacks' own lower-cased lengths needed.
+            lengths = map(len, texts) if len(text) == len(joined) else map(len, map(str.lower, texts))
+            # Each haystack begins one separator later than the lengths before it add up to.
+            self._text_starts = list(map(add, accumulate(lengths, initial=0), count()))
+            self._text = text
+        return text, self._text_starts
 
     def text_matches(self, needle: str, among: Sequence[int] | None = None) -> list[int]:
         """Ascending positions (of all, or of the ascending `among`) whose haystack contains
         the lower-cased `needle`, both as written and as the model is shown it."""
-        haystacks = self.haystacks()
+        text, starts = self.search_text()
+        found: list[int]
         if among is not None:
-            found = [i for i in among if needle in haystacks[i]]
-        elif "\x00" not in needle and not self._scan_first("text"):
-            found = self._find_in_text(needle)
-        else:
+            found = [i for i in among if needle in text[starts[i]:starts[i + 1] - 1]]
+        elif "\x00" in needle:
+            # It could match across two haystacks of the joined text: test each on its own.
+            haystacks = map(text.__getitem__, map(slice, starts, map(add, starts[1:], repeat(-1))))
             found = list(compress(count(), map(contains, haystacks, repeat(needle))))
+        else:
+            # Without the separator a match lies inside one haystack, so one C-level `find`
+            # runs from each hit to the start of the next entity: Python runs once per matching
+            # entity, not once per entity.
+            found = []
+            append = found.append
+            find = text.find
+            last = len(starts) - 2
+            at = find(needle) if last >= 0 else -1
+            while at >= 0:
+                position = bisect_right(starts, at, 0, last + 1) - 1
+                append(position)
+                at = find(needle, starts[position + 1])
         return self._as_shown(found, needle)
-
-    def _find_in_text(self, needle: str) -> list[int]:
-        # Every haystack in one string, "\x00" between them: a needle without that character
-        # cannot match across two entities, so one C-level `find` runs from each hit to the
-        # start of the next entity, and Python runs once per matching entity, not per entity.
-        text = self._text
-        starts = self._text_starts
-        if text is None:
-            haystacks = self.haystacks()
-            text = "\x00".join(haystacks)
-            starts = list(accumulate(map(len, haystacks), add, initial=0))
-            # Each haystack begins one separator later than the lengths before it add up to.
-            starts = list(map(add, starts, count()))
-            self._text, self._text_starts = text, starts
-        found: list[int] = []
-        if len(starts) == 1:  # no entities
-            return found
-        find = text.find
-        append = found.append
-        at = find(needle)
-        while at >= 0:
-            position = bisect_right(starts, at) - 1
-            append(position)
-            at = find(needle, starts[position + 1])
-        return found
 
     def _as_shown(self, found: list[int], needle: str) -> list[int]:
         # Match what the model is shown: a secret in the document is `[redacted-secret]` in
@@ -342,11 +340,13 @@ class SectionIndex:
         # secret are redacted and searched again (usually none: one test over all of them).
         if not found:
             return found
-        haystacks = self.haystacks()
-        if not may_be_redacted("\x00".join(map(haystacks.__getitem__, found))):
+        text, starts = self.search_text()
+        haystacks = [text[starts[i]:starts[i + 1] - 1] for i in found]
+        if not may_be_redacted("\x00".join(haystacks)):
             return found
         shown = self.shown_haystack
-        return [i for i in found if not may_be_redacted(haystacks[i]) or needle in shown(i)]
+        return [i for i, h in zip(found, haystacks, strict=True)
+                if not may_be_redacted(h) or needle in shown(i)]
 
     def shown_haystack(self, position: int) -> str:
         """The haystack at `position` as the model is shown it: secret-shaped strings replaced
@@ -425,7 +425,7 @@ def build_full_index(document: ThreatModel) -> list[SectionIndex]:
         index = SectionIndex(kind, getattr(document, kind))
         index.column("id")
         index.position("")
-        index.haystacks()
+        index.search_text()
         for field in _REFERENCE_FIELDS.get(kind, ()):
             index._reverse_table(field)
         for field in _DERIVED_FIELDS.get(kind, ()):
