@@ -32,7 +32,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, compress, count, islice, repeat
 from operator import add, attrgetter, contains, eq, is_not, itemgetter
 from typing import Any
 
@@ -136,6 +136,9 @@ def section_texts(kind: str, section: Sequence[Any]) -> list[str]:
 _LIST_FIELDS = frozenset({"contains"})
 """Reference fields that hold a list of ids (a member test) rather than one id."""
 
+_DENSE_AFTER = 64
+"""Matches a text search finds one `find` at a time before it checks whether most entities match."""
+
 SCANS_BEFORE_TABLE = 1
 """Lookups of one field a section answers by scanning before it builds that field's table."""
 
@@ -157,8 +160,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_positions", "_reverse", "_scans", "_shown", "_text", "_text_starts",
-                 "kind", "length", "section")
+    __slots__ = ("_columns", "_may_redact", "_plain", "_positions", "_reverse", "_scans", "_shown",
+                 "_text", "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -172,6 +175,10 @@ class SectionIndex:
         self._scans: dict[str, int] = {}
         self._text: str | None = None
         self._text_starts: list[int] = []
+        # Whether nothing in the whole search text could be redacted (None: not decided), and
+        # that verdict per haystack, for the haystacks matches needed it for.
+        self._plain: bool | None = None
+        self._may_redact: dict[int, bool] = {}
         self._shown: dict[int, str] = {}
 
     def column(self, field: str) -> list[Any]:
@@ -319,34 +326,57 @@ class SectionIndex:
             haystacks = map(text.__getitem__, map(slice, starts, map(add, starts[1:], repeat(-1))))
             found = list(compress(count(), map(contains, haystacks, repeat(needle))))
         else:
-            # Without the separator a match lies inside one haystack, so one C-level `find`
-            # runs from each hit to the start of the next entity: Python runs once per matching
-            # entity, not once per entity.
-            found = []
-            append = found.append
-            find = text.find
-            last = len(starts) - 2
-            at = find(needle) if last >= 0 else -1
-            while at >= 0:
-                position = bisect_right(starts, at, 0, last + 1) - 1
-                append(position)
-                at = find(needle, starts[position + 1])
+            found = self._find(text, starts, needle)
         return self._as_shown(found, needle)
+
+    @staticmethod
+    def _find(text: str, starts: list[int], needle: str) -> list[int]:
+        # Without the separator a match lies inside one haystack, so one C-level `find` runs
+        # from each hit to the start of the next entity: Python runs once per matching entity,
+        # not once per entity. When most entities match, the rest are tested one by one in C.
+        found: list[int] = []
+        append = found.append
+        find = text.find
+        entities = len(starts) - 1
+        at = find(needle) if entities else -1
+        while at >= 0:
+            position = bisect_right(starts, at, 0, entities) - 1
+            append(position)
+            if len(found) >= _DENSE_AFTER and len(found) * 4 > position:
+                rest = range(position + 1, entities)
+                ends = map(add, islice(starts, position + 2, None), repeat(-1))
+                haystacks = map(text.__getitem__, map(slice, islice(starts, position + 1, None), ends))
+                found += compress(rest, map(contains, haystacks, repeat(needle)))
+                break
+            at = find(needle, starts[position + 1])
+        return found
 
     def _as_shown(self, found: list[int], needle: str) -> list[int]:
         # Match what the model is shown: a secret in the document is `[redacted-secret]` in
         # every result, so a guess at it must not be confirmed by a match count either. Text
         # that nothing could redact is shown as it is, so only the haystacks that might hold a
-        # secret are redacted and searched again (usually none: one test over all of them).
+        # secret are redacted and searched again: usually none, decided by one test over the
+        # matched haystacks, or for many matches over the whole section once.
         if not found:
             return found
         text, starts = self.search_text()
-        haystacks = [text[starts[i]:starts[i + 1] - 1] for i in found]
-        if not may_be_redacted("\x00".join(haystacks)):
+        if self._plain is None and len(found) * 8 >= self.length:
+            self._plain = not may_be_redacted(text)
+        if self._plain:
             return found
+        if self._plain is None and not may_be_redacted(
+                "\x00".join([text[starts[i]:starts[i + 1] - 1] for i in found])):
+            return found
+        verdicts = self._may_redact
         shown = self.shown_haystack
-        return [i for i, h in zip(found, haystacks, strict=True)
-                if not may_be_redacted(h) or needle in shown(i)]
+        kept = []
+        for i in found:
+            verdict = verdicts.get(i)
+            if verdict is None:
+                verdict = verdicts[i] = may_be_redacted(text[starts[i]:starts[i + 1] - 1])
+            if not verdict or needle in shown(i):
+                kept.append(i)
+        return kept
 
     def shown_haystack(self, position: int) -> str:
         """The haystack at `position` as the model is shown it: secret-shaped strings replaced

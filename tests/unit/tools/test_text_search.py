@@ -185,3 +185,27 @@ def test_a_guessed_secret_is_not_confirmed_on_the_first_or_a_later_search() -> N
         assert _searched(document, {"kind": "elements", "text": secret}) == (0, [])
         assert _searched(document, {"kind": "elements", "text": "key"}) == (2, ["e0", "e1"])
         assert _searched(document, {"kind": "elements", "text": "redacted-secret"}) == (0, [])
+
+
+def test_searches_matching_most_entities_of_a_large_section_match_the_definition() -> None:
+    # Over 64 matches the search tests the rest entity by entity, and many matches decide the
+    # redaction question for the whole section at once: both paths, with and without a secret
+    # somewhere in the section.
+    def element(i: int, description: str) -> dict[str, Any]:
+        return {"id": f"e{i}", "type": "process", "name": f"Component {i}", "description": description,
+                "technologies": ["Go"] if i % 3 else ["Go", "PostgreSQL"]}
+
+    plain = make_doc(elements=[element(i, f"Handles part {i} of the pipeline.\nΣ") for i in range(400)])
+    secret = make_doc(elements=[
+        element(i, "uses https://admin:hunter2@db.internal" if i % 50 == 7 else
+                "token ghp_" + "a1B2c3D4" * 5 if i % 50 == 9 else f"part {i}") for i in range(400)
+    ])
+    queries = ["component", "component 1", "o", "go", "\u03c2", "part 1", "hunter2", "admin", "ghp_",
+               "a1b2c3d4", "\ngo", "\x00", "postgresql"]
+    for document in (plain, secret):
+        clear_cache()
+        for query in queries:
+            expected = _expected(document, "elements", query)
+            for _ in range(2):
+                assert _searched(document, {"kind": "elements", "text": query}) == (
+                    len(expected), expected[:50]), query
