@@ -28,11 +28,12 @@ the model's rules). The bound keeps at most `CACHED_SECTIONS` sections alive.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
-from itertools import compress, count, repeat
-from operator import attrgetter, contains, eq, is_not, itemgetter
+from itertools import accumulate, compress, count, islice, repeat
+from operator import add, attrgetter, contains, eq, is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -73,11 +74,6 @@ _ELEMENT_LISTS = attrgetter("technologies", "tags", "stores")
 _ID = attrgetter("id")
 
 
-def haystack(kind: str, entity: Any) -> str:
-    """The lower-cased text the `text` filter searches, one field per line."""
-    return raw_haystack(kind, entity).lower()
-
-
 def raw_haystack(kind: str, entity: Any) -> str:
     """The text the `text` filter searches, one field per line, as written."""
     parts = [p for p in _TEXT_FIELDS[kind](entity) if p is not None]
@@ -95,7 +91,7 @@ def raw_haystack(kind: str, entity: Any) -> str:
 # The same texts for a whole section, read through each record's `__dict__` (a pydantic
 # model's attribute reads go through its `__getattr__` hook, about twice as slow) and joined
 # without a Python call per field; `tests/unit/tools/test_document_index.py` checks them
-# against `haystack`.
+# against `raw_haystack`.
 _RECORD_DICT = BaseModel.__dict__["__dict__"].__get__
 _is_not_none = partial(is_not, None)
 _TEXT_KEYS: dict[str, tuple[str, ...]] = {
@@ -106,11 +102,11 @@ _TEXT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def section_haystacks(kind: str, section: Sequence[Any]) -> list[str]:
-    """`haystack(kind, e)` for every entity of a section, by position."""
+def section_texts(kind: str, section: Sequence[Any]) -> list[str]:
+    """`raw_haystack(kind, e)` for every entity of a section, by position."""
     keys = _TEXT_KEYS.get(kind)
     if keys is None:
-        return [haystack(kind, entity) for entity in section]
+        return [raw_haystack(kind, entity) for entity in section]
     rows = map(itemgetter(*keys), map(_RECORD_DICT, section))
     join = "\n".join
     out: list[str] = []
@@ -124,21 +120,24 @@ def section_haystacks(kind: str, section: Sequence[Any]) -> list[str]:
                 parts += tags
             if stores:
                 parts += stores
-            append(join(parts).lower())
+            append(join(parts))
     elif kind == "data_flows":
         for *head, data in rows:
-            append(join([*head, *data]).lower())
+            append(join([*head, *data]))
     else:
         for *head, mitigation in rows:
             parts = list(filter(_is_not_none, head))
             if mitigation is not None:
                 parts.append(mitigation.description)
-            append(join(parts).lower())
+            append(join(parts))
     return out
 
 
 _LIST_FIELDS = frozenset({"contains"})
 """Reference fields that hold a list of ids (a member test) rather than one id."""
+
+_DENSE_AFTER = 64
+"""Matches a text search finds one `find` at a time before it checks whether most entities match."""
 
 SCANS_BEFORE_TABLE = 1
 """Lookups of one field a section answers by scanning before it builds that field's table."""
@@ -161,8 +160,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_haystacks", "_positions", "_reverse", "_scans", "_shown", "kind",
-                 "length", "section")
+    __slots__ = ("_columns", "_may_redact", "_plain", "_positions", "_reverse", "_scans", "_shown",
+                 "_text", "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -174,7 +173,12 @@ class SectionIndex:
         self._positions: dict[str, int] | None = None
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
-        self._haystacks: list[str] | None = None
+        self._text: str | None = None
+        self._text_starts: list[int] = []
+        # Whether nothing in the whole search text could be redacted (None: not decided), and
+        # that verdict per haystack, for the haystacks matches needed it for.
+        self._plain: bool | None = None
+        self._may_redact: dict[int, bool] = {}
         self._shown: dict[int, str] = {}
 
     def column(self, field: str) -> list[Any]:
@@ -289,11 +293,90 @@ class SectionIndex:
             found.update(self.holding(field, ref))
         return sorted(found)
 
-    def haystacks(self) -> list[str]:
-        """The `text` filter's haystack of every entity, by position."""
-        if self._haystacks is None:
-            self._haystacks = section_haystacks(self.kind, self.section)
-        return self._haystacks
+    def search_text(self) -> tuple[str, list[int]]:
+        """Every entity's `text` haystack (its text fields, one per line, lower-cased) in one
+        string, each followed by "\x00" but the last; and where each begins, then the end + 1.
+
+        Built on the section's first text search: one pass over the records, one C-level join
+        and one lower-casing of the whole, instead of a string per entity. "\x00" is neither
+        cased nor case-ignorable, so lower-casing the whole gives each haystack exactly as
+        lower-casing it alone would (a final sigma stays final)."""
+        text = self._text
+        if text is None:
+            texts = section_texts(self.kind, self.section)
+            joined = "\x00".join(texts)
+            text = joined.lower()
+            # Lower-casing lengthens a few letters (İ becomes i and a combining dot); only
+            # then are the haystacks' own lower-cased lengths needed.
+            lengths = map(len, texts) if len(text) == len(joined) else map(len, map(str.lower, texts))
+            # Each haystack begins one separator later than the lengths before it add up to.
+            self._text_starts = list(map(add, accumulate(lengths, initial=0), count()))
+            self._text = text
+        return text, self._text_starts
+
+    def text_matches(self, needle: str, among: Sequence[int] | None = None) -> list[int]:
+        """Ascending positions (of all, or of the ascending `among`) whose haystack contains
+        the lower-cased `needle`, both as written and as the model is shown it."""
+        text, starts = self.search_text()
+        found: list[int]
+        if among is not None:
+            found = [i for i in among if needle in text[starts[i]:starts[i + 1] - 1]]
+        elif "\x00" in needle:
+            # It could match across two haystacks of the joined text: test each on its own.
+            haystacks = map(text.__getitem__, map(slice, starts, map(add, starts[1:], repeat(-1))))
+            found = list(compress(count(), map(contains, haystacks, repeat(needle))))
+        else:
+            found = self._find(text, starts, needle)
+        return self._as_shown(found, needle)
+
+    @staticmethod
+    def _find(text: str, starts: list[int], needle: str) -> list[int]:
+        # Without the separator a match lies inside one haystack, so one C-level `find` runs
+        # from each hit to the start of the next entity: Python runs once per matching entity,
+        # not once per entity. When most entities match, the rest are tested one by one in C.
+        found: list[int] = []
+        append = found.append
+        find = text.find
+        entities = len(starts) - 1
+        at = find(needle) if entities else -1
+        while at >= 0:
+            position = bisect_right(starts, at, 0, entities) - 1
+            append(position)
+            if len(found) >= _DENSE_AFTER and len(found) * 4 > position:
+                rest = range(position + 1, entities)
+                ends = map(add, islice(starts, position + 2, None), repeat(-1))
+                haystacks = map(text.__getitem__, map(slice, islice(starts, position + 1, None), ends))
+                found += compress(rest, map(contains, haystacks, repeat(needle)))
+                break
+            at = find(needle, starts[position + 1])
+        return found
+
+    def _as_shown(self, found: list[int], needle: str) -> list[int]:
+        # Match what the model is shown: a secret in the document is `[redacted-secret]` in
+        # every result, so a guess at it must not be confirmed by a match count either. Text
+        # that nothing could redact is shown as it is, so only the haystacks that might hold a
+        # secret are redacted and searched again: usually none, decided by one test over the
+        # matched haystacks, or for many matches over the whole section once.
+        if not found:
+            return found
+        text, starts = self.search_text()
+        if self._plain is None and len(found) * 8 >= self.length:
+            self._plain = not may_be_redacted(text)
+        if self._plain:
+            return found
+        if self._plain is None and not may_be_redacted(
+                "\x00".join([text[starts[i]:starts[i + 1] - 1] for i in found])):
+            return found
+        verdicts = self._may_redact
+        shown = self.shown_haystack
+        kept = []
+        for i in found:
+            verdict = verdicts.get(i)
+            if verdict is None:
+                verdict = verdicts[i] = may_be_redacted(text[starts[i]:starts[i + 1] - 1])
+            if not verdict or needle in shown(i):
+                kept.append(i)
+        return kept
 
     def shown_haystack(self, position: int) -> str:
         """The haystack at `position` as the model is shown it: secret-shaped strings replaced
@@ -304,6 +387,32 @@ class SectionIndex:
             shown = redacted(raw_haystack(self.kind, self.section[position])).lower()
             self._shown[position] = shown
         return shown
+
+
+# What each pattern of `stockade.protocol.secret_scan` needs to find anything, in lower case
+# (its own cheap tests, with the GitHub one made exact: `gh` and a letter before `_`). The
+# patterns run one after another on what the earlier ones left, but a text holding none of
+# these is left unchanged by every one of them, so `redacted` returns it as it is.
+# `tests/unit/tools/test_document_index.py` checks this against `redacted` and fails when a
+# new kind of secret is added there.
+_SECRET_HINTS = ("private key", "://", "bearer", "sk-", "akia", "asia", "github_pat_", "ghp_",
+                 "gho_", "ghu_", "ghs_", "ghr_")
+_TOKEN_CLASS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_TOKEN_BYTES = bytes(0x74 if b in _TOKEN_CLASS else 0x20 for b in range(256))
+_TOKEN_RUN = b"t" * 32
+"""The shortest high-entropy candidate: 32 characters of the token class in a row."""
+
+
+def may_be_redacted(lowered: str) -> bool:
+    """Whether `redacted` could change a text whose lower-cased form is `lowered` (False means
+    it certainly returns the text unchanged). Lower-casing keeps each ASCII character one
+    ASCII character in place, so every hint in the text is a hint in `lowered`."""
+    if any(map(contains, repeat(lowered), _SECRET_HINTS)):
+        return True
+    # A run of token characters, found with C-level byte operations rather than a regex scan
+    # (non-ASCII characters encode to bytes outside the class).
+    return len(lowered) >= len(_TOKEN_RUN) and _TOKEN_RUN in lowered.encode(
+        "utf-8", "surrogatepass").translate(_TOKEN_BYTES)
 
 
 _lock = threading.Lock()
@@ -346,7 +455,7 @@ def build_full_index(document: ThreatModel) -> list[SectionIndex]:
         index = SectionIndex(kind, getattr(document, kind))
         index.column("id")
         index.position("")
-        index.haystacks()
+        index.search_text()
         for field in _REFERENCE_FIELDS.get(kind, ()):
             index._reverse_table(field)
         for field in _DERIVED_FIELDS.get(kind, ()):

@@ -16,8 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import compress, count, repeat
-from operator import attrgetter, contains
+from operator import attrgetter
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
@@ -515,16 +514,9 @@ def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) ->
     if query.references is not None:
         positions = index.referrers(query.references) if _plain(query.references) else []
     if query.text is not None:
-        needle = query.text.lower()
-        haystacks = index.haystacks()
-        if positions is None:
-            positions = list(compress(count(), map(contains, haystacks, repeat(needle))))
-        else:
-            positions = [i for i in positions if needle in haystacks[i]]
-        # Match what the model is shown: a secret in the document is `[redacted-secret]` in
-        # every result, so a guess at it must not be confirmed by a match count either.
-        shown = index.shown_haystack
-        positions = [i for i in positions if needle in shown(i)]
+        # Only what the model is shown matches: a secret is `[redacted-secret]` in every
+        # result, so a guess at it must not be confirmed by a match count either.
+        positions = index.text_matches(query.text.lower(), positions)
     return positions
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import weakref
+from itertools import pairwise
 from typing import Any
 
 from stockade.thf.model import SECTION_NAMES, ThreatModel
@@ -226,8 +227,8 @@ def test_a_document_just_read_answers_its_first_lookups_from_the_kept_columns() 
             assert read_index.referrers(entity_id) == scanned.referrers(entity_id), (kind, entity_id)
 
 
-def test_section_haystacks_are_each_entitys_haystack() -> None:
-    from stockade.tools.document_index import haystack, section_haystacks
+def test_section_texts_are_each_entitys_haystack() -> None:
+    from stockade.tools.document_index import SectionIndex, raw_haystack, section_texts
 
     document = _varied_document()
     document = document.model_copy(
@@ -236,4 +237,7 @@ def test_section_haystacks_are_each_entitys_haystack() -> None:
     )
     for kind in SECTION_NAMES:
         section = getattr(document, kind)
-        assert section_haystacks(kind, section) == [haystack(kind, e) for e in section], kind
+        assert section_texts(kind, section) == [raw_haystack(kind, e) for e in section], kind
+        text, starts = SectionIndex(kind, section).search_text()
+        assert [text[a:b - 1] for a, b in pairwise(starts)] == [
+            raw_haystack(kind, e).lower() for e in section], kind
