@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from stockade.protocol.secret_scan import redacted
+from stockade.protocol.secret_scan import may_be_redacted, redacted
 from stockade.thf.columns import columns_of
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
@@ -387,32 +387,6 @@ class SectionIndex:
             shown = redacted(raw_haystack(self.kind, self.section[position])).lower()
             self._shown[position] = shown
         return shown
-
-
-# What each pattern of `stockade.protocol.secret_scan` needs to find anything, in lower case
-# (its own cheap tests, with the GitHub one made exact: `gh` and a letter before `_`). The
-# patterns run one after another on what the earlier ones left, but a text holding none of
-# these is left unchanged by every one of them, so `redacted` returns it as it is.
-# `tests/unit/tools/test_document_index.py` checks this against `redacted` and fails when a
-# new kind of secret is added there.
-_SECRET_HINTS = ("private key", "://", "bearer", "sk-", "akia", "asia", "github_pat_", "ghp_",
-                 "gho_", "ghu_", "ghs_", "ghr_")
-_TOKEN_CLASS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
-_TOKEN_BYTES = bytes(0x74 if b in _TOKEN_CLASS else 0x20 for b in range(256))
-_TOKEN_RUN = b"t" * 32
-"""The shortest high-entropy candidate: 32 characters of the token class in a row."""
-
-
-def may_be_redacted(lowered: str) -> bool:
-    """Whether `redacted` could change a text whose lower-cased form is `lowered` (False means
-    it certainly returns the text unchanged). Lower-casing keeps each ASCII character one
-    ASCII character in place, so every hint in the text is a hint in `lowered`."""
-    if any(map(contains, repeat(lowered), _SECRET_HINTS)):
-        return True
-    # A run of token characters, found with C-level byte operations rather than a regex scan
-    # (non-ASCII characters encode to bytes outside the class).
-    return len(lowered) >= len(_TOKEN_RUN) and _TOKEN_RUN in lowered.encode(
-        "utf-8", "surrogatepass").translate(_TOKEN_BYTES)
 
 
 _lock = threading.Lock()

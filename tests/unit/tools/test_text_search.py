@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from stockade.protocol.secret_scan import SecretKind, redacted
+from stockade.protocol.secret_scan import SecretKind, may_be_redacted, redacted
 from stockade.thf.model import ThreatModel
-from stockade.tools.document_index import clear_cache, may_be_redacted, section_index
+from stockade.tools.document_index import clear_cache, section_index
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolOk
 from tests.unit.tools.conftest import call, make_doc
