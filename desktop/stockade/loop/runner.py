@@ -3,8 +3,10 @@
 It sends provider requests while the reducer says `requesting`, feeds every stream event back
 in, runs approved calls strictly one at a time (each only after the reducer moved it to
 `running`), commits outcomes through the transaction, and reports every step to the hooks
-before the step proceeds. Cancellation is honoured at every await; the deadline is enforced by
-a timer around every stream and every tool run, not only between iterations.
+before the step proceeds. Streams, tool runs and retry waits are awaited in the driving task
+itself (no task per call): one timer at the turn deadline and Stop cancel that task while it
+waits there, so the deadline still cuts a stream or a tool mid-way, not only between
+iterations, and cancellation is honoured at every await.
 
 It is also the one place a request is retried: a transient failure that arrives before the
 first event is reported to the reducer (which counts it against `max_retries`), recorded,
@@ -19,8 +21,9 @@ import hashlib
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from stockade.loop.authorization import Authorized, GrantScope, authorize_start
@@ -147,6 +150,27 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
+
+
+class _Ending(Enum):
+    """How a bounded await ended (see `TurnRunner._bounded`)."""
+
+    FINISHED = "finished"
+    RAISED = "raised"
+    STOPPED = "stopped"
+    TIMED_OUT = "timed_out"
+
+
+_DEADLINE_SLACK_S = 0.002
+"""How far the deadline timer may sit from a newly computed deadline and be kept: the turn
+clock counts whole milliseconds, so the same deadline computes up to a millisecond apart."""
+
+
 @dataclass(slots=True)
 class _StreamTally:
     usage: Usage | None = None
@@ -207,7 +231,13 @@ class TurnRunner:
         self._token_estimates: dict[int, tuple[Message, int]] = {}
         self._schema_chars: int | None = None
         self._driving = False
-        self._inflight: asyncio.Future[Any] | None = None
+        # The driving task while it awaits a stream, a tool or a retry wait (see `_bounded`);
+        # Stop and the deadline timer cancel it there, and only there.
+        self._region: asyncio.Task[Any] | None = None
+        self._region_cancels = 0
+        self._region_timed_out = False
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._deadline_loop: asyncio.AbstractEventLoop | None = None
         self._cancelled = asyncio.Event()
         self._settled_recorded = False
         self._finishing: asyncio.Future[Any] | None = None
@@ -350,8 +380,13 @@ class TurnRunner:
         if self._state.phase not in LIVE_PHASES:
             return self._state
         self._cancelled.set()
-        if self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
+        region = self._region
+        if region is not None and not region.done() and region is not _current_task():
+            # Called from outside the driving task (a click): it is suspended in the stream,
+            # tool or wait it runs, which the cancellation ends there. From inside it (an
+            # observer, a tool) the phase checks after the work end it instead.
+            self._region_cancels += 1
+            region.cancel()
         self._dispatch(Cancel())
         if not self._driving:
             try:
@@ -414,13 +449,12 @@ class TurnRunner:
                     self._dispatch(StopTurn(STALLED_TEXT, reason=SettleReason.STALLED))
         except asyncio.CancelledError:
             # Whoever awaited us went away: stop the turn rather than leave it half-driven.
-            if self._inflight is not None and not self._inflight.done():
-                self._inflight.cancel()
             self._cancelled.set()
             self._dispatch(Cancel())
             raise
         finally:
             self._driving = False
+            self._disarm_deadline()
         if self._state.phase is TurnPhase.AWAITING_APPROVAL:
             self._waiting_since_ms = self._clock_ms()
         await self._record_settled()
@@ -585,23 +619,67 @@ class TurnRunner:
         # The timer is authoritative: an injected test clock may not have moved.
         self._dispatch(CheckDeadline(max(self._clock_ms(), b.started_at_ms + limits.deadline_ms)))
 
-    async def _run_bounded(self, work: Any) -> tuple[bool, asyncio.Future[Any]]:
-        """Run `work` as the cancellable in-flight task under the turn deadline. Returns
-        (finished, task); a task still running at the deadline is cancelled."""
-        task = asyncio.ensure_future(work)
-        self._inflight = task
+    async def _bounded(self, work: Awaitable[Any]) -> tuple[_Ending, Any]:
+        """Await `work` in the driving task itself, under the turn deadline; Stop ends it.
+
+        Returns (ending, value): the work's result when FINISHED, its exception when RAISED.
+        The deadline timer (one for the drive, see `_arm_deadline`) and `cancel` cancel the
+        driving task only while it is in here, count what they asked for and withdraw exactly
+        that afterwards, so a cancellation from anyone else (whoever awaits the turn) still
+        propagates. Work that ignores the cancellation is waited out and its result discarded.
+        """
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a turn runs inside an asyncio task")
+        self._arm_deadline(task.get_loop())
+        outside = task.cancelling()
+        self._region, self._region_cancels, self._region_timed_out = task, 0, False
+        ending: _Ending
+        value: Any = None
         try:
-            done, _ = await asyncio.wait({task}, timeout=self._remaining_s())
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
+            try:
+                value = await work
+                ending = _Ending.FINISHED
+            except asyncio.CancelledError as exc:
+                value, ending = exc, _Ending.STOPPED
+            except Exception as exc:
+                value, ending = exc, _Ending.RAISED
         finally:
-            self._inflight = None
-        if not done:
-            task.cancel()
-            await asyncio.wait({task})  # let it unwind; never re-raises its outcome
-            return False, task
-        return True, task
+            self._region = None
+            for _ in range(self._region_cancels):
+                task.uncancel()
+            self._region_cancels = 0
+        if ending is _Ending.STOPPED and task.cancelling() > outside:
+            raise value  # not ours: whoever awaits the turn went away
+        if self._region_timed_out:
+            return _Ending.TIMED_OUT, None
+        return ending, value
+
+    def _arm_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Keep one timer at the turn deadline, moved only when the deadline moves."""
+        when = loop.time() + self._remaining_s()
+        timer = self._deadline_timer
+        if timer is not None:
+            if self._deadline_loop is loop and abs(timer.when() - when) <= _DEADLINE_SLACK_S:
+                return
+            timer.cancel()
+        self._deadline_loop = loop
+        self._deadline_timer = loop.call_at(when, self._on_deadline)
+
+    def _disarm_deadline(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = self._deadline_loop = None
+
+    def _on_deadline(self) -> None:
+        # Fired outside a bounded await (a hook was slow): the next one arms a timer at the
+        # deadline already passed, which ends work that waits at all.
+        self._deadline_timer = self._deadline_loop = None
+        region = self._region
+        if region is not None and not region.done() and self._state.phase in LIVE_PHASES:
+            self._region_timed_out = True
+            self._region_cancels += 1
+            region.cancel()
 
     def _build_request(self, state: TurnState) -> ChatRequest:
         prompt = self._system_prompt
@@ -680,10 +758,11 @@ class TurnRunner:
             await self._settle_credits(permit, None, failed=True)
             return
         tally = _StreamTally()
-        finished, task = await self._run_bounded(self._pump(sendable, tally))
-        if finished and not task.cancelled() and task.exception() is not None:
+        ending, _value = await self._bounded(self._pump(sendable, tally))
+        if ending is _Ending.RAISED:
             logger.warning("provider stream raised instead of yielding an error event")
             tally.failed = True
+        finished = ending is not _Ending.TIMED_OUT
         if not finished:
             tally.failed = True
         # Only a request the provider never started is refunded; one that failed after it
@@ -719,8 +798,8 @@ class TurnRunner:
             return
         if delay_ms <= 0:
             return
-        finished, _task = await self._run_bounded(asyncio.sleep(delay_ms / 1000))
-        if not finished:
+        ending, _value = await self._bounded(asyncio.sleep(delay_ms / 1000))
+        if ending is _Ending.TIMED_OUT:
             self._deadline_hit()
 
     async def _settle_credits(
@@ -848,19 +927,18 @@ class TurnRunner:
             return
         document = self._session.document
         context = ToolContext(document=document, cancelled=self._cancelled)
-        finished, task = await self._run_bounded(prepared.run(context))
-        if not finished:
+        ending, value = await self._bounded(prepared.run(context))
+        if ending is _Ending.TIMED_OUT:
             self._deadline_hit()
             return
-        if task.cancelled() or self._state.phase is not TurnPhase.EXECUTING:
+        if ending is _Ending.STOPPED or self._state.phase is not TurnPhase.EXECUTING:
             return  # cancelled mid-run: the outcome is discarded, nothing was committed
         outcome: ToolOutcome
-        exc = task.exception()
-        if exc is not None:
-            logger.warning("tool %s raised while running", current.tool_name, exc_info=exc)
+        if ending is _Ending.RAISED:
+            logger.warning("tool %s raised while running", current.tool_name, exc_info=value)
             outcome = ToolFailed(TOOL_CRASH_TEXT)
         else:
-            outcome = task.result()
+            outcome = value
             if not isinstance(outcome, (ToolOk, ToolFailed)):
                 outcome = ToolFailed(TOOL_CRASH_TEXT)
         review = review_tool_outcome(
