@@ -166,11 +166,6 @@ class _Ending(Enum):
     TIMED_OUT = "timed_out"
 
 
-_DEADLINE_SLACK_S = 0.002
-"""How far the deadline timer may sit from a newly computed deadline and be kept: the turn
-clock counts whole milliseconds, so the same deadline computes up to a millisecond apart."""
-
-
 @dataclass(slots=True)
 class _StreamTally:
     usage: Usage | None = None
@@ -225,11 +220,12 @@ class TurnRunner:
         # Digesting a whole document costs about a second at 50,000 entities, and the document
         # one commit produced is the next commit's (and a turn undo's) "before": keep the last.
         self._last_digest: tuple[ThreatModel, str] | None = None
-        # Each request repeats the messages of the one before: their audit JSON is kept by
-        # identity (with the message, so the id is not reused) instead of rebuilt per request.
-        self._message_json: dict[int, tuple[Message, str]] = {}
+        # Each request repeats the messages of the one before: their audit JSON and the hash
+        # over them are kept instead of rebuilt per request.
+        self._request_digests = _RequestDigests()
         self._token_estimates: dict[int, tuple[Message, int]] = {}
         self._schema_chars: int | None = None
+        self._resolved_model: tuple[Any] | None = None
         self._driving = False
         # The driving task while it awaits a stream, a tool or a retry wait (see `_bounded`);
         # Stop and the deadline timer cancel it there, and only there.
@@ -237,7 +233,6 @@ class TurnRunner:
         self._region_cancels = 0
         self._region_timed_out = False
         self._deadline_timer: asyncio.TimerHandle | None = None
-        self._deadline_loop: asyncio.AbstractEventLoop | None = None
         self._cancelled = asyncio.Event()
         self._settled_recorded = False
         self._finishing: asyncio.Future[Any] | None = None
@@ -518,12 +513,13 @@ class TurnRunner:
                     logger.warning("a turn state observer raised", exc_info=True)
         return new
 
-    def _canonical_message(self, message: Message) -> str:
-        kept = self._message_json.get(id(message))
-        if kept is None or kept[0] is not message:
-            kept = (message, canonical_json(message_to_json(message)))
-            self._message_json[id(message)] = kept
-        return kept[1]
+    def _model_info(self) -> Any:
+        # The runner's provider and model are fixed, and the model list is read once a process.
+        if self._resolved_model is None:
+            from stockade.protocol.models import resolve_model
+
+            self._resolved_model = (resolve_model(self.provider_name, self.model),)
+        return self._resolved_model[0]
 
     def _estimate_tokens(self, message: Message) -> int:
         # Every request budgets the whole conversation again; its messages are immutable.
@@ -623,7 +619,7 @@ class TurnRunner:
         """Await `work` in the driving task itself, under the turn deadline; Stop ends it.
 
         Returns (ending, value): the work's result when FINISHED, its exception when RAISED.
-        The deadline timer (one for the drive, see `_arm_deadline`) and `cancel` cancel the
+        The deadline timer (one per drive, see `_arm_deadline`) and `cancel` cancel the
         driving task only while it is in here, count what they asked for and withdraw exactly
         that afterwards, so a cancellation from anyone else (whoever awaits the turn) still
         propagates. Work that ignores the cancellation is waited out and its result discarded.
@@ -631,7 +627,8 @@ class TurnRunner:
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a turn runs inside an asyncio task")
-        self._arm_deadline(task.get_loop())
+        if self._deadline_timer is None:
+            self._arm_deadline(task.get_loop())
         outside = task.cancelling()
         self._region, self._region_cancels, self._region_timed_out = task, 0, False
         ending: _Ending
@@ -656,25 +653,19 @@ class TurnRunner:
         return ending, value
 
     def _arm_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Keep one timer at the turn deadline, moved only when the deadline moves."""
-        when = loop.time() + self._remaining_s()
-        timer = self._deadline_timer
-        if timer is not None:
-            if self._deadline_loop is loop and abs(timer.when() - when) <= _DEADLINE_SLACK_S:
-                return
-            timer.cancel()
-        self._deadline_loop = loop
-        self._deadline_timer = loop.call_at(when, self._on_deadline)
+        """One timer at the turn deadline for the rest of this drive: the deadline moves only
+        between drives (time spent waiting for a decision is given back before one starts)."""
+        self._deadline_timer = loop.call_later(self._remaining_s(), self._on_deadline)
 
     def _disarm_deadline(self) -> None:
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
-            self._deadline_timer = self._deadline_loop = None
+            self._deadline_timer = None
 
     def _on_deadline(self) -> None:
         # Fired outside a bounded await (a hook was slow): the next one arms a timer at the
         # deadline already passed, which ends work that waits at all.
-        self._deadline_timer = self._deadline_loop = None
+        self._deadline_timer = None
         region = self._region
         if region is not None and not region.done() and self._state.phase in LIVE_PHASES:
             self._region_timed_out = True
@@ -686,9 +677,8 @@ class TurnRunner:
         system = prompt(self._session.document) if callable(prompt) else prompt
         messages = state.messages
         from stockade.protocol.budget import budget_messages
-        from stockade.protocol.models import resolve_model
 
-        info = resolve_model(self.provider_name, self.model)
+        info = self._model_info()
         tools = self._tool_set.specs()
         if info is not None:
             if self._schema_chars is None:  # the tool set is frozen for the runner
@@ -748,7 +738,7 @@ class TurnRunner:
             "attempt": state.budget.retries_used + 1,
             "model": self.model,
             "provider": self.provider_name,
-            "request_digest": _request_digest(sendable, self._canonical_message),
+            "request_digest": self._request_digests.of(sendable),
             "messages": len(sendable.messages),
             "tools": len(sendable.tools),
             "reserved_credits": permit.reserved_credits,
@@ -1001,20 +991,57 @@ def _screened(event: ToolCallComplete) -> ToolCallComplete:
     return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
 
 
-def _request_digest(request: ChatRequest, message_json: Callable[[Message], str]) -> str:
-    """`digest` of the request's audit form `{provider, model, system, messages, tools,
+class _RequestDigests:
+    """`digest` of each request's audit form `{provider, model, system, messages, tools,
     max_output_tokens}`, assembled from the canonical JSON of its parts (canonical JSON of an
-    object is its members in key order, so the bytes are the same) with each message's text
-    from `message_json`."""
-    head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
-    tail = canonical_json(
-        {
-            "provider": request.provider,
-            "model": request.model,
-            "system": request.system,
-            "tools": [t.name for t in request.tools],
-        }
-    )[1:]
-    messages = ",".join(message_json(m) for m in request.messages)
-    text = f'{head},"messages":[{messages}],{tail}'
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    object is its members in key order, so the bytes are the same).
+
+    Each request repeats the one before and adds to it: the hash of the head and the messages
+    so far is kept, and a request that starts with the same head and the same message objects
+    hashes only what follows them (the same bytes in the same order, so the same digest).
+    """
+
+    def __init__(self) -> None:
+        # Canonical JSON per message, by identity (kept with the message so the id stays its).
+        self._message_json: dict[int, tuple[Message, str]] = {}
+        self._head = ""
+        self._hashed: list[Message] = []
+        self._hasher: Any = None
+
+    def message_json(self, message: Message) -> str:
+        kept = self._message_json.get(id(message))
+        if kept is None or kept[0] is not message:
+            kept = (message, canonical_json(message_to_json(message)))
+            self._message_json[id(message)] = kept
+        return kept[1]
+
+    def of(self, request: ChatRequest) -> str:
+        head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
+        messages = request.messages
+        hashed = self._hashed
+        kept = len(hashed)
+        if (
+            self._hasher is None
+            or head != self._head
+            or len(messages) < kept
+            or any(a is not b for a, b in zip(hashed, messages, strict=False))
+        ):
+            self._head, self._hashed, kept = head, [], 0
+            self._hasher = hashlib.sha256(f'{head},"messages":['.encode())
+        hasher = self._hasher
+        for index in range(kept, len(messages)):
+            message = messages[index]
+            text = self.message_json(message)
+            hasher.update((text if index == 0 else "," + text).encode())
+            self._hashed.append(message)
+        tail = canonical_json(
+            {
+                "provider": request.provider,
+                "model": request.model,
+                "system": request.system,
+                "tools": [t.name for t in request.tools],
+            }
+        )[1:]
+        whole = hasher.copy()
+        whole.update(f"],{tail}".encode())
+        return "sha256:" + whole.hexdigest()
