@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import operator
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -224,11 +225,14 @@ class TurnRunner:
         # over them are kept instead of rebuilt per request.
         self._request_digests = _RequestDigests()
         self._token_estimates: dict[int, tuple[Message, int]] = {}
+        self._counted: tuple[tuple[Message, ...], int] = ((), 0)
         self._schema_chars: int | None = None
         self._resolved_model: tuple[Any] | None = None
+        self._context: ToolContext | None = None  # frozen: calls on one document share it
         self._driving = False
         # The driving task while it awaits a stream, a tool or a retry wait (see `_bounded`);
         # Stop and the deadline timer cancel it there, and only there.
+        self._driver: asyncio.Task[Any] | None = None
         self._region: asyncio.Task[Any] | None = None
         self._region_cancels = 0
         self._region_timed_out = False
@@ -422,6 +426,7 @@ class TurnRunner:
         if self._driving:
             return self._state
         self._driving = True
+        self._driver = asyncio.current_task()
         try:
             while True:
                 before = self._state
@@ -449,6 +454,7 @@ class TurnRunner:
             raise
         finally:
             self._driving = False
+            self._driver = None
             self._disarm_deadline()
         if self._state.phase is TurnPhase.AWAITING_APPROVAL:
             self._waiting_since_ms = self._clock_ms()
@@ -520,6 +526,17 @@ class TurnRunner:
 
             self._resolved_model = (resolve_model(self.provider_name, self.model),)
         return self._resolved_model[0]
+
+    def _conversation_tokens(self, messages: Sequence[Message]) -> int:
+        """The estimate of all `messages`, adding only those past the last request's (each
+        request's conversation extends the one before)."""
+        counted, total = self._counted
+        if len(messages) < len(counted) or not all(map(operator.is_, counted, messages)):
+            counted, total = (), 0
+        for message in messages[len(counted):]:
+            total += self._estimate_tokens(message)
+        self._counted = (tuple(messages), total)
+        return total
 
     def _estimate_tokens(self, message: Message) -> int:
         # Every request budgets the whole conversation again; its messages are immutable.
@@ -624,9 +641,9 @@ class TurnRunner:
         that afterwards, so a cancellation from anyone else (whoever awaits the turn) still
         propagates. Work that ignores the cancellation is waited out and its result discarded.
         """
-        task = asyncio.current_task()
+        task = self._driver
         if task is None:
-            raise RuntimeError("a turn runs inside an asyncio task")
+            raise RuntimeError("a turn is driven inside an asyncio task")
         if self._deadline_timer is None:
             self._arm_deadline(task.get_loop())
         outside = task.cancelling()
@@ -684,13 +701,18 @@ class TurnRunner:
             if self._schema_chars is None:  # the tool set is frozen for the runner
                 self._schema_chars = sum(len(str(t.input_schema)) for t in tools)
             overhead = (len(system) + self._schema_chars) // 4
-            messages = budget_messages(
-                messages,
-                max_input_tokens=info.context_window,
-                reserve_output_tokens=state.limits.reserve_output_tokens,
-                overhead_tokens=overhead,
-                estimate=self._estimate_tokens,
-            )
+            reserve = state.limits.reserve_output_tokens
+            available = info.context_window - reserve - overhead
+            # When the whole conversation fits, budgeting keeps all of it: skip cutting it
+            # into exchanges again (that walk grows with the conversation, every request).
+            if not messages or self._conversation_tokens(messages) > available:
+                messages = budget_messages(
+                    messages,
+                    max_input_tokens=info.context_window,
+                    reserve_output_tokens=reserve,
+                    overhead_tokens=overhead,
+                    estimate=self._estimate_tokens,
+                )
         return ChatRequest(
             provider=self.provider_name,
             model=self.model,
@@ -916,7 +938,9 @@ class TurnRunner:
             await self._finish_call(current, ToolFailed(NO_PREPARED_TEXT))
             return
         document = self._session.document
-        context = ToolContext(document=document, cancelled=self._cancelled)
+        context = self._context
+        if context is None or context.document is not document:
+            context = self._context = ToolContext(document=document, cancelled=self._cancelled)
         ending, value = await self._bounded(prepared.run(context))
         if ending is _Ending.TIMED_OUT:
             self._deadline_hit()
@@ -959,7 +983,7 @@ class TurnRunner:
                 else ToolFailed(applied.message)
             )
         elif isinstance(review, Unchanged):
-            final = ToolOk(review.result)
+            final = outcome if type(outcome) is ToolOk else ToolOk(review.result)
         else:
             final = ToolFailed(review.message)
         await self._finish_call(current, final)
