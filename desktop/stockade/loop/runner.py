@@ -434,12 +434,10 @@ class TurnRunner:
                     await self._request()
                 elif before.phase is TurnPhase.EXECUTING:
                     # The first approved call of this iteration (not a scan of the whole turn).
-                    runnable = next(
-                        (c for c in before.iteration_calls() if c.status is CallStatus.APPROVED),
-                        None,
-                    )
-                    if runnable is not None:
-                        await self._execute(runnable)
+                    for call in before.iteration_calls():
+                        if call.status is CallStatus.APPROVED:
+                            await self._execute(call)
+                            break
                     else:
                         self._dispatch(Advance(self._clock_ms()))
                 else:
@@ -846,12 +844,13 @@ class TurnRunner:
     async def _pump(self, request: ChatRequest, tally: _StreamTally) -> None:
         produced = False
         stream = self._provider.stream(request)
+        dispatch = self._dispatch
         try:
             async for event in stream:
                 if type(event) in _CONTENT_EVENTS:
                     # Most of a stream: no error, usage, completed call or end to look at.
                     tally.started = produced = True
-                    self._dispatch(event)
+                    dispatch(event)
                     if self._state.phase not in _STREAM_PHASES:
                         break
                     continue
