@@ -104,6 +104,7 @@ from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import (
     PreparedCall,
     ToolContext,
+    ToolEffect,
     ToolFailed,
     ToolOk,
     ToolOutcome,
@@ -576,7 +577,7 @@ class TurnRunner:
             "input_digest": call.input_digest,
             "iteration": call.iteration,
             "actor": actor,
-            "scope": scope.value,
+            "scope": _PLAIN[scope],
         }
 
     async def _record(self, kind: StepKind, payload: dict[str, Any],
@@ -904,10 +905,10 @@ class TurnRunner:
             "call_id": call.id,
             "tool": call.tool_name,
             "input_digest": call.input_digest,
-            "effect": call.effect.value,
+            "effect": _PLAIN[call.effect],
             "destructive": call.destructive,
             "iteration": call.iteration,
-            "status": call.status.value,
+            "status": _PLAIN[call.status],
         }
         if not await self._record(StepKind.TOOL_PROPOSED, payload):
             return
@@ -999,6 +1000,9 @@ class TurnRunner:
         self._dispatch(CallSettled(call.id, final))
 
 
+_PLAIN: dict[str, str] = {m: m.value for e in (GrantScope, CallStatus, ToolEffect) for m in e}
+"""Each member's plain value, for the audit payloads of every call (reading `.value` goes
+through the enum's property each time)."""
 _CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
 """Exact event types `_pump` only dispatches (subclasses take the general path)."""
 _STREAM_PHASES = (TurnPhase.REQUESTING, TurnPhase.STREAMING)
