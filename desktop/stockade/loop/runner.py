@@ -1034,6 +1034,8 @@ class _RequestDigests:
         self._head = ""
         self._hashed: list[Message] = []
         self._hasher: Any = None
+        self._tail_key: tuple[Any, ...] = ()
+        self._tail = ""
 
     def message_json(self, message: Message) -> str:
         kept = self._message_json.get(id(message))
@@ -1061,14 +1063,18 @@ class _RequestDigests:
             text = self.message_json(message)
             hasher.update((text if index == 0 else "," + text).encode())
             self._hashed.append(message)
-        tail = canonical_json(
-            {
-                "provider": request.provider,
-                "model": request.model,
-                "system": request.system,
-                "tools": [t.name for t in request.tools],
-            }
-        )[1:]
+        key = (request.provider, request.model, request.system, request.tools)
+        if key != self._tail_key:
+            self._tail_key = key
+            self._tail = canonical_json(
+                {
+                    "provider": request.provider,
+                    "model": request.model,
+                    "system": request.system,
+                    "tools": [t.name for t in request.tools],
+                }
+            )[1:]
+        tail = self._tail
         whole = hasher.copy()
         whole.update(f"],{tail}".encode())
         return "sha256:" + whole.hexdigest()
