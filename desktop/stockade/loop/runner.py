@@ -168,6 +168,20 @@ class _Ending(Enum):
     TIMED_OUT = "timed_out"
 
 
+# Enum members read on every call and event: reading one from its class costs about ten times
+# a module global's (the enum's own lookup), and a turn reads them hundreds of times.
+_IDLE, _REQUESTING, _STREAMING = TurnPhase.IDLE, TurnPhase.REQUESTING, TurnPhase.STREAMING
+_EXECUTING, _AWAITING, _SETTLED = (
+    TurnPhase.EXECUTING, TurnPhase.AWAITING_APPROVAL, TurnPhase.SETTLED)
+_PENDING, _APPROVED = CallStatus.PENDING, CallStatus.APPROVED
+_RUNNING, _SUCCEEDED = CallStatus.RUNNING, CallStatus.SUCCEEDED
+_TOOL_PROPOSED, _TOOL_APPROVED = StepKind.TOOL_PROPOSED, StepKind.TOOL_APPROVED
+_TOOL_STARTED, _TOOL_RESULT = StepKind.TOOL_STARTED, StepKind.TOOL_RESULT
+_BY_AUTO, _BY_BATCH, _BY_CALL = GrantScope.AUTO, GrantScope.BATCH, GrantScope.CALL
+_FINISHED, _RAISED = _Ending.FINISHED, _Ending.RAISED
+_STOPPED, _TIMED_OUT = _Ending.STOPPED, _Ending.TIMED_OUT
+
+
 @dataclass(slots=True)
 class _StreamTally:
     usage: Usage | None = None
@@ -261,7 +275,7 @@ class TurnRunner:
 
     async def submit(self, text: str, base_messages: Sequence[Message] = ()) -> TurnState:
         """Start the turn; returns at the next rest point (awaiting approval or settled)."""
-        if self._state.phase is not TurnPhase.IDLE:
+        if self._state.phase is not _IDLE:
             return self._state
         self._dispatch(
             Submit(text, tuple(base_messages), self._tool_set, self._limits, self._clock_ms())
@@ -273,7 +287,7 @@ class TurnRunner:
         call = self._pending(call_id)
         if call is not None:
             if not await self._record(
-                StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.CALL)
+                _TOOL_APPROVED, self._decision_payload(call, actor, _BY_CALL)
             ):
                 return await self._after_stop()
             self._dispatch(ApproveCall(call_id))
@@ -288,10 +302,10 @@ class TurnRunner:
             for c in self._state.pending_calls()
             if c.id in wanted and not c.destructive and self._tool_set.get(c.tool_name)
         ]
-        if self._state.phase is TurnPhase.AWAITING_APPROVAL and eligible:
+        if self._state.phase is _AWAITING and eligible:
             for call in eligible:
                 if not await self._record(
-                    StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.BATCH)
+                    _TOOL_APPROVED, self._decision_payload(call, actor, _BY_BATCH)
                 ):
                     return await self._after_stop()
             self._dispatch(ApproveBatch(tuple(c.id for c in eligible)))
@@ -405,14 +419,14 @@ class TurnRunner:
     async def undo_turn(self) -> bool:
         """Revert everything the turn committed, in one step, if nothing newer sits on top."""
         state = self._state
-        if state.phase is not TurnPhase.SETTLED:
+        if state.phase is not _SETTLED:
             return False
         if self.undo_availability() is not UndoAvailability.UNDOABLE:
             return False
         kept = self._done_before_resume
         payload = {
             "calls": [c.id for c in state.calls
-                      if c.status is CallStatus.SUCCEEDED and c.id not in kept],
+                      if c.status is _SUCCEEDED and c.id not in kept],
             "document_before": self._digest(self._session.document),
         }
         if not await self._record(StepKind.TURN_UNDONE, payload):
@@ -431,12 +445,12 @@ class TurnRunner:
         try:
             while True:
                 before = self._state
-                if before.phase is TurnPhase.REQUESTING:
+                if before.phase is _REQUESTING:
                     await self._request()
-                elif before.phase is TurnPhase.EXECUTING:
+                elif before.phase is _EXECUTING:
                     # The first approved call of this iteration (not a scan of the whole turn).
                     for call in before.iteration_calls():
-                        if call.status is CallStatus.APPROVED:
+                        if call.status is _APPROVED:
                             await self._execute(call)
                             break
                     else:
@@ -455,7 +469,7 @@ class TurnRunner:
             self._driving = False
             self._driver = None
             self._disarm_deadline()
-        if self._state.phase is TurnPhase.AWAITING_APPROVAL:
+        if self._state.phase is _AWAITING:
             self._waiting_since_ms = self._clock_ms()
         await self._record_settled()
         return self._state
@@ -499,7 +513,7 @@ class TurnRunner:
             runner._ledger.commits = 1
         else:
             runner._done_before_resume = frozenset(
-                c.id for c in state.calls if c.status is CallStatus.SUCCEEDED
+                c.id for c in state.calls if c.status is _SUCCEEDED
             )
         runner._waiting_since_ms = waiting_since_ms
         return runner
@@ -555,17 +569,17 @@ class TurnRunner:
 
     def _account_wait(self) -> None:
         """Move the turn's clock start past the time spent waiting for this decision."""
-        if self._waiting_since_ms is None or self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+        if self._waiting_since_ms is None or self._state.phase is not _AWAITING:
             return
         now = self._clock_ms()
         self._dispatch(ApprovalWaited(now - self._waiting_since_ms))
         self._waiting_since_ms = now
 
     def _pending(self, call_id: str) -> CallRecord | None:
-        if self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+        if self._state.phase is not _AWAITING:
             return None
         call = self._state.call(call_id)
-        if call is None or call.status is not CallStatus.PENDING:
+        if call is None or call.status is not _PENDING:
             return None
         return call
 
@@ -607,7 +621,7 @@ class TurnRunner:
 
     async def _record_settled(self) -> None:
         state = self._state
-        if state.phase is not TurnPhase.SETTLED or self._settled_recorded:
+        if state.phase is not _SETTLED or self._settled_recorded:
             return
         self._settled_recorded = True
         payload = {
@@ -652,20 +666,20 @@ class TurnRunner:
         try:
             try:
                 value = await work
-                ending = _Ending.FINISHED
+                ending = _FINISHED
             except asyncio.CancelledError as exc:
-                value, ending = exc, _Ending.STOPPED
+                value, ending = exc, _STOPPED
             except Exception as exc:
-                value, ending = exc, _Ending.RAISED
+                value, ending = exc, _RAISED
         finally:
             self._region = None
             for _ in range(self._region_cancels):
                 task.uncancel()
             self._region_cancels = 0
-        if ending is _Ending.STOPPED and task.cancelling() > outside:
+        if ending is _STOPPED and task.cancelling() > outside:
             raise value  # not ours: whoever awaits the turn went away
         if self._region_timed_out:
-            return _Ending.TIMED_OUT, None
+            return _TIMED_OUT, None
         return ending, value
 
     def _arm_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -745,10 +759,10 @@ class TurnRunner:
             self._stop_for(exc)
             return
         if isinstance(decision, RequestRefused):
-            if self._state.phase is TurnPhase.REQUESTING:
+            if self._state.phase is _REQUESTING:
                 self._dispatch(RefuseRequest(decision.reason, decision.message))
             return
-        if self._state.phase is not TurnPhase.REQUESTING:
+        if self._state.phase is not _REQUESTING:
             # Cancelled while governance was deciding: release the reservation unused.
             await self._settle_credits(decision, None, failed=True)
             return
@@ -770,26 +784,26 @@ class TurnRunner:
             return
         tally = _StreamTally()
         ending, _value = await self._bounded(self._pump(sendable, tally))
-        if ending is _Ending.RAISED:
+        if ending is _RAISED:
             logger.warning("provider stream raised instead of yielding an error event")
             tally.failed = True
-        finished = ending is not _Ending.TIMED_OUT
+        finished = ending is not _TIMED_OUT
         if not finished:
             tally.failed = True
         # Only a request the provider never started is refunded; one that failed after it
         # started is charged at the usage reported, or at the whole reservation without one.
         await self._settle_credits(permit, tally.usage, failed=not tally.started)
-        if self._state.phase is TurnPhase.SETTLED:
+        if self._state.phase is _SETTLED:
             return
         if not finished:
             self._deadline_hit()
             return
         phase = self._state.phase
-        if tally.held_error is not None and phase is TurnPhase.REQUESTING:
+        if tally.held_error is not None and phase is _REQUESTING:
             self._dispatch(Retry(self._clock_ms(), tally.held_error))
-            if self._state.phase is TurnPhase.REQUESTING:
+            if self._state.phase is _REQUESTING:
                 await self._wait_before_retry(tally.held_error)
-        elif phase in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+        elif phase in (_REQUESTING, _STREAMING):
             self._dispatch(StreamEnded())
 
     async def _wait_before_retry(self, error: ProtocolError) -> None:
@@ -810,7 +824,7 @@ class TurnRunner:
         if delay_ms <= 0:
             return
         ending, _value = await self._bounded(asyncio.sleep(delay_ms / 1000))
-        if ending is _Ending.TIMED_OUT:
+        if ending is _TIMED_OUT:
             self._deadline_hit()
 
     async def _settle_credits(
@@ -910,11 +924,11 @@ class TurnRunner:
             "iteration": call.iteration,
             "status": _PLAIN[call.status],
         }
-        if not await self._record(StepKind.TOOL_PROPOSED, payload):
+        if not await self._record(_TOOL_PROPOSED, payload):
             return
-        if call.status is CallStatus.APPROVED:
+        if call.status is _APPROVED:
             await self._record(
-                StepKind.TOOL_APPROVED, self._decision_payload(call, "policy", GrantScope.AUTO)
+                _TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO)
             )
 
     async def _execute(self, call: CallRecord) -> None:
@@ -925,13 +939,13 @@ class TurnRunner:
                 "input_digest": call.input_digest,
                 "iteration": call.iteration,
             }
-            if not await self._record(StepKind.TOOL_STARTED, payload):
+            if not await self._record(_TOOL_STARTED, payload):
                 return
-            if self._state.phase is not TurnPhase.EXECUTING:
+            if self._state.phase is not _EXECUTING:
                 return
         self._dispatch(StartCall(call.id))
         current = self._state.call(call.id)
-        if current is None or current.status is not CallStatus.RUNNING:
+        if current is None or current.status is not _RUNNING:
             return  # refused: the reducer settled it and recorded why
         prepared = current.prepared
         if prepared is None:
@@ -942,13 +956,13 @@ class TurnRunner:
         if context is None or context.document is not document:
             context = self._context = ToolContext(document=document, cancelled=self._cancelled)
         ending, value = await self._bounded(prepared.run(context))
-        if ending is _Ending.TIMED_OUT:
+        if ending is _TIMED_OUT:
             self._deadline_hit()
             return
-        if ending is _Ending.STOPPED or self._state.phase is not TurnPhase.EXECUTING:
+        if ending is _STOPPED or self._state.phase is not _EXECUTING:
             return  # cancelled mid-run: the outcome is discarded, nothing was committed
         outcome: ToolOutcome
-        if ending is _Ending.RAISED:
+        if ending is _RAISED:
             logger.warning("tool %s raised while running", current.tool_name, exc_info=value)
             outcome = ToolFailed(TOOL_CRASH_TEXT)
         else:
@@ -974,7 +988,7 @@ class TurnRunner:
             lines = tuple(describe(c) for c in diff(review.expected, review.document))
             if not await self._record(StepKind.DOCUMENT_COMMITTED, payload, lines):
                 return
-            if self._state.phase is not TurnPhase.EXECUTING:
+            if self._state.phase is not _EXECUTING:
                 return
             applied = apply_commit(review, session=self._session, ledger=self._ledger)
             final = (
@@ -995,7 +1009,7 @@ class TurnRunner:
             "ok": isinstance(final, ToolOk),
             "result_digest": digest(final.result),
         }
-        if not await self._record(StepKind.TOOL_RESULT, payload):
+        if not await self._record(_TOOL_RESULT, payload):
             return
         self._dispatch(CallSettled(call.id, final))
 
@@ -1005,7 +1019,7 @@ _PLAIN: dict[str, str] = {m: m.value for e in (GrantScope, CallStatus, ToolEffec
 through the enum's property each time)."""
 _CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
 """Exact event types `_pump` only dispatches (subclasses take the general path)."""
-_STREAM_PHASES = (TurnPhase.REQUESTING, TurnPhase.STREAMING)
+_STREAM_PHASES = (_REQUESTING, _STREAMING)
 
 
 def _screened(event: ToolCallComplete) -> ToolCallComplete:
