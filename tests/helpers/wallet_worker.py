@@ -1,5 +1,6 @@
 """One analyst's process hammering a team wallet: reserve, then settle or refund, until the time
-is up; prints one JSON line with what it did (the concurrency test and the benchmark run it).
+is up and it has been refused once; prints one JSON line with what it did for the concurrency
+test.
 
 `python -m tests.helpers.wallet_worker URL SECONDS SEED` reserves random amounts through the
 real `Ledger` over the team store, settles each hold at a random usage (sometimes above the
@@ -32,9 +33,14 @@ def main(argv: list[str]) -> int:
     day, month = "2026-11-30", "2026-11"
     granted = refused = settled = 0
     max_team = max_mine = 0
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    deadline = started + seconds
+    # Past the time, go on until this process has been refused once: settled credits stay
+    # committed for the day, so the wallet fills and a refusal comes, however slowly a loaded
+    # machine lets eight processes start. The hard stop only guards against a hang.
+    hard_stop = started + seconds + 60
     run = f"run-{seed}"
-    while time.monotonic() < deadline:
+    while (now := time.monotonic()) < deadline or (refused == 0 and now < hard_stop):
         credits = rng.randint(1, 60)
         with db.write() as conn:
             outcome = ledger.reserve_in(conn, run_id=run, provider="anthropic", model="m",

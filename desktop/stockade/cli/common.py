@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO, TypeVar
 
 if TYPE_CHECKING:
     from stockade.thf.errors import CompatibilityWarning
@@ -71,6 +69,8 @@ def terminal_text(text: str) -> str:
 
 def json_text(value: Any, *, indent: int | None = 2) -> str:
     """`value` as exact JSON that is also safe in a terminal (see `_JSON_UNSAFE`)."""
+    import json  # on first use: `stockade validate` without `--json` never needs it
+
     if indent is None:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     else:
@@ -150,8 +150,7 @@ def existing_files(paths: list[str], command: str) -> list[Path]:
     return checked
 
 
-@dataclass(frozen=True)
-class LoadFailure:
+class LoadFailure(NamedTuple):
     """Why a document could not be loaded, shaped like `ThfError.to_json()`."""
 
     code: str

@@ -329,13 +329,13 @@ class Trajectory:
         key = self.existing_key()
         since = self.marker.read() if self.marker is not None else None
         check = _ChainCheck(key, since)
-        broken = check.walk(event_sql.event_batches(self._db.read()))
+        broken = check.walk(event_sql.event_rows(self._db.read()))
         if broken is not None:
             return broken
         # The tail and the anchor are read under the write lock, where no writer can be between
         # writing the head and committing its events.
         with self._locked() as conn:
-            broken = check.walk(event_sql.event_batches(conn, after=check.last_seq))
+            broken = check.walk(event_sql.event_rows(conn, after=check.last_seq))
             if broken is not None:
                 return broken
             try:
@@ -502,93 +502,91 @@ class _ChainCheck:
     checked: int = 0
     legacy: int = 0
     keyed_seen: bool = False
-    run_next: dict[str, int] = field(default_factory=dict)
-    quoted: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, list[Any]] = field(default_factory=dict)
+    """Per run id: [the run_seq its next event must carry, the run id as a JSON string]."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Kinds as JSON strings (kinds and run ids repeat, so each is quoted once)."""
 
     def fail(self, seq: int | None, run_id: str | None, reason: str) -> VerifyResult:
         return VerifyResult(False, self.checked, seq, run_id, reason, keyed=self.keyed_seen,
                             legacy_events=self.legacy)
 
-    def walk(self, batches: Iterable[list[tuple[Any, ...]]]) -> VerifyResult | None:
-        """Check events in chain order, a batch of rows at a time: the hot loop of `audit
+    def walk(self, rows: Iterable[tuple[Any, ...]]) -> VerifyResult | None:
+        """Check events in chain order, straight from the cursor: the hot loop of `audit
         verify`, with the MAC inlined (`ChainKey.mac`).
 
         An event passes here only when `event` would pass it with the same effect (the next
-        sequence number, linked to the verified MAC before it, in order within its run, not the
-        keyed boundary the keyring recorded, and its MAC under this key); anything else — a
-        failure, an unkeyed event, the boundary — goes through `event`, which decides and
-        words the reason, so the first failure and its message are `event`'s."""
+        sequence number, linked to the verified MAC before it, not the keyed boundary the
+        keyring recorded, in order within its run, and its MAC under this key); anything else
+        — a failure, an unkeyed event, the boundary — goes through `event`, which decides and
+        words the reason, so the first failure and its message are `event`'s. The rows are
+        taken one at a time from the cursor rather than fetched in lists: each row is freed
+        before the next is made, which keeps the loop in the CPU's caches."""
         key = self.key
         if key is None:
-            for batch in batches:
-                for row in batch:
-                    broken = self.event(*row)
-                    if broken is not None:
-                        return broken
+            for row in rows:
+                broken = self.event(*row)
+                if broken is not None:
+                    return broken
             return None
         inner0, outer0, prefix = key.states()
         new_inner, new_outer = inner0.copy, outer0.copy
         boundary = self.since.seq if self.since is not None else -1
-        quoted, run_next = self.quoted, self.run_next
-        quoted_get, next_get = quoted.get, run_next.get
-        prev, last_seq = self.prev, self.last_seq
-        passed = 0
-        for batch in batches:
-            for row in batch:
-                seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
-                if (seq == last_seq + 1 and prev_hash == prev and seq != boundary
-                        and run_seq == next_get(run_id, 0)):
-                    kind_json = quoted_get(kind)
+        runs, kinds = self.runs, self.kinds
+        runs_get, kinds_get = runs.get, kinds.get
+        prev, expected = self.prev, self.last_seq + 1
+        for row in rows:
+            seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
+            if seq == expected and prev_hash == prev and seq != boundary:
+                run = runs_get(run_id)
+                if run is None:
+                    run = runs[run_id] = [0, _s(run_id)]
+                if run_seq == run[0]:
+                    kind_json = kinds_get(kind)
                     if kind_json is None:
-                        kind_json = quoted[kind] = _s(kind)
-                    run_json = quoted_get(run_id)
-                    if run_json is None:
-                        run_json = quoted[run_id] = _s(run_id)
+                        kind_json = kinds[kind] = _s(kind)
                     inner = new_inner()
                     inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
-                                  f'"prev_hash":"{prev}","run_id":{run_json},'
+                                  f'"prev_hash":"{prev}","run_id":{run[1]},'
                                   f'"run_seq":{run_seq},"seq":{seq}}}').encode())
                     outer = new_outer()
                     outer.update(inner.digest())
                     if prefix + outer.hexdigest() == stored:
-                        run_next[run_id] = run_seq + 1
-                        prev, last_seq = stored, seq
-                        passed += 1
+                        run[0] = run_seq + 1
+                        prev, expected = stored, seq + 1
                         continue
-                self._passed(prev, last_seq, passed)
-                passed = 0
-                broken = self.event(*row)
-                if broken is not None:
-                    return broken
-                prev, last_seq = self.prev, self.last_seq
-        self._passed(prev, last_seq, passed)
+            self._passed(prev, expected - 1)
+            broken = self.event(*row)
+            if broken is not None:
+                return broken
+            prev, expected = self.prev, self.last_seq + 1
+        self._passed(prev, expected - 1)
         return None
 
-    def _passed(self, prev: str, last_seq: int, passed: int) -> None:
-        """Record what `walk` checked inline since it last handed over to `event`."""
-        self.prev, self.last_seq = prev, last_seq
-        self.checked += passed
-        if passed:
+    def _passed(self, prev: str, last_seq: int) -> None:
+        """Record what `walk` checked inline since it last handed over to `event` (one event
+        per sequence number, so the count is the distance walked)."""
+        if last_seq > self.last_seq:
+            self.checked += last_seq - self.last_seq
             self.keyed_seen = True
+        self.prev, self.last_seq = prev, last_seq
 
     def event(self, seq: int, run_id: str, run_seq: int, kind: str, at_ms: int, payload: str,
               prev_hash: str, stored: str) -> VerifyResult | None:
-        """Check one event in chain order: the definition `walk` follows (kinds and run ids
-        repeat, so each is quoted once; `prev_hash` is written as is, because by then it equals
-        the previous event's verified MAC, which needs no escaping)."""
+        """Check one event in chain order: the definition `walk` follows (`prev_hash` is
+        written as is, because by then it equals the previous event's verified MAC, which
+        needs no escaping)."""
         expected = self.last_seq + 1
         if seq != expected:
             return self.fail(seq, run_id,
                              f"events {expected}..{seq - 1} are missing before {seq}")
         if prev_hash != self.prev:
             return self.fail(seq, run_id, f"event {seq} does not link to the event before it")
-        quoted = self.quoted
-        kind_json = quoted.get(kind)
+        run = self.runs.get(run_id)
+        run_json = _s(run_id) if run is None else run[1]
+        kind_json = self.kinds.get(kind)
         if kind_json is None:
-            kind_json = quoted[kind] = _s(kind)
-        run_json = quoted.get(run_id)
-        if run_json is None:
-            run_json = quoted[run_id] = _s(run_id)
+            kind_json = self.kinds[kind] = _s(kind)
         text = (f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
                 f'"prev_hash":"{prev_hash}","run_id":{run_json},"run_seq":{run_seq},'
                 f'"seq":{seq}}}')
@@ -608,10 +606,12 @@ class _ChainCheck:
         if self.since is not None and seq == self.since.seq and stored != self.since.mac:
             return self.fail(seq, run_id, f"event {seq} is not the first keyed event the "
                              "keyring recorded: the trail was rewritten")
-        run_next = self.run_next
-        if run_seq != run_next.get(run_id, 0):
+        if run_seq != (0 if run is None else run[0]):
             return self.fail(seq, run_id, f"event {seq} is out of order within run {run_id}")
-        run_next[run_id] = run_seq + 1
+        if run is None:
+            self.runs[run_id] = [run_seq + 1, run_json]
+        else:
+            run[0] = run_seq + 1
         if keyed:
             self.keyed_seen = True
         else:

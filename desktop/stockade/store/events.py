@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
 from typing import Any
 
 from stockade.store.interface import Connection
@@ -43,16 +46,17 @@ def insert_event(conn: Connection, row: EventRow) -> None:
     )
 
 
-def event_batches(conn: Connection, *, after: int = 0,
-                  size: int = 10_000) -> Iterator[list[tuple[Any, ...]]]:
-    """Every event with seq > `after` as raw tuples in seq order, `size` rows at a time (one
-    statement; the verify loop iterates the lists itself rather than a generator per row)."""
+def event_rows(conn: Connection, *, after: int = 0) -> Iterator[tuple[Any, ...]]:
+    """Every event with seq > `after` as raw tuples in seq order, for the verify loop.
+
+    From SQLite, the cursor itself: it makes each row in C as the loop takes it, so no list of
+    rows is held and each row is freed before the next is made. psycopg's cursor iterates
+    through a Python generator per row, while `fetchmany` builds a whole batch in C, so from
+    PostgreSQL the rows come in batches, chained in C."""
     cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
-    while True:
-        rows = cur.fetchmany(size)
-        if not rows:
-            return
-        yield rows
+    if isinstance(cur, sqlite3.Cursor):
+        return cur
+    return chain.from_iterable(iter(partial(cur.fetchmany, 10_000), []))
 
 
 def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:

@@ -8,8 +8,7 @@ list `a`'s keys in order, then keys only `b` has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from stockade.thf.format import SECTION_NAMES
 
@@ -34,8 +33,7 @@ _SINGULAR = {
 }
 
 
-@dataclass(frozen=True)
-class FieldChange:
+class FieldChange(NamedTuple):
     """One key whose dumped value differs; `None` stands for "absent"."""
 
     name: str
@@ -43,8 +41,7 @@ class FieldChange:
     after: Any
 
 
-@dataclass(frozen=True)
-class EntityChange:
+class EntityChange(NamedTuple):
     """An entity added, removed or changed in one section (`id` is "" for metadata/document)."""
 
     section: str

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from stockade.thf.format import SUPPORTED_VERSIONS
 
@@ -251,8 +250,7 @@ class CompatibilityCode(StrEnum):
     NULL_SECTION = "null_section"
 
 
-@dataclass(frozen=True)
-class CompatibilityWarning:
+class CompatibilityWarning(NamedTuple):
     """A file Stockade opens but ThreatForge's desktop app would refuse: where, and why."""
 
     code: CompatibilityCode

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml_rs
 
@@ -75,8 +74,7 @@ def read_file_with_warnings(
     return model, warnings
 
 
-@dataclass(frozen=True)
-class FileCheck:
+class FileCheck(NamedTuple):
     """What `check_file_with_warnings` found in a valid file: section sizes and warnings."""
 
     counts: dict[str, int]
