@@ -174,33 +174,20 @@ class _MemoryHooks:
         self.steps.append(step)
 
 
-class _InstantTool:
-    """A production tool whose prepared calls return their result at once (no document work)."""
+def _instant_tool(tool: Any, result: str) -> Any:
+    """The production tool defined again with a body that returns its result at once: the
+    same input model, summary and `prepare` (validation, canonical input, digest), no
+    document work."""
+    from stockade.tools.registry import define_tool
+    from stockade.tools.runtime import ToolOk
 
-    def __init__(self, tool: Any, result: str) -> None:
-        from stockade.tools.runtime import ToolOk
+    outcome = ToolOk(result)
 
-        self._tool = tool
-        self.name, self.description = tool.name, tool.description
-        self.effect, self.destructive = tool.effect, tool.destructive
-        outcome = ToolOk(result)
+    async def execute(value: Any, context: Any) -> Any:
+        return outcome
 
-        async def run(context: Any) -> Any:
-            return outcome
-
-        self._run = run  # one body for every call: the wrapper adds no cost of its own
-
-    def input_schema(self) -> dict[str, Any]:
-        return self._tool.input_schema()  # type: ignore[no-any-return]
-
-    def prepare(self, raw: Any) -> Any:
-        from stockade.tools.runtime import PreparedCall
-
-        prepared = self._tool.prepare(raw)
-        if not isinstance(prepared, PreparedCall):
-            return prepared
-        return PreparedCall(prepared.tool_name, prepared.summary, prepared.input_digest,
-                            prepared.input, self._run)
+    return define_tool(tool.name, tool.description, tool.input_model, tool.effect,
+                       tool.destructive, tool._summarize, execute)
 
 
 def runner_iteration_ms(*, instant_tools: bool) -> float:
@@ -221,7 +208,7 @@ def runner_iteration_ms(*, instant_tools: bool) -> float:
     registry: Any = default_registry()
     if instant_tools:
         registry = ToolSet(
-            _InstantTool(t, READ_RESULT if t.effect == "read" else f"Done: {t.name}.")
+            _instant_tool(t, READ_RESULT if t.effect == "read" else f"Done: {t.name}.")
             for t in registry.list()
         )
     model = generate_model(RUNNER_MODEL_ELEMENTS)

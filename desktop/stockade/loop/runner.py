@@ -3,8 +3,10 @@
 It sends provider requests while the reducer says `requesting`, feeds every stream event back
 in, runs approved calls strictly one at a time (each only after the reducer moved it to
 `running`), commits outcomes through the transaction, and reports every step to the hooks
-before the step proceeds. Cancellation is honoured at every await; the deadline is enforced by
-a timer around every stream and every tool run, not only between iterations.
+before the step proceeds. Streams, tool runs and retry waits are awaited in the driving task
+itself (no task per call): one timer at the turn deadline and Stop cancel that task while it
+waits there, so the deadline still cuts a stream or a tool mid-way, not only between
+iterations, and cancellation is honoured at every await.
 
 It is also the one place a request is retried: a transient failure that arrives before the
 first event is reported to the reducer (which counts it against `max_retries`), recorded,
@@ -17,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import operator
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from stockade.loop.authorization import Authorized, GrantScope, authorize_start
@@ -100,6 +104,7 @@ from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import (
     PreparedCall,
     ToolContext,
+    ToolEffect,
     ToolFailed,
     ToolOk,
     ToolOutcome,
@@ -145,6 +150,36 @@ def _default_request_check(request: ChatRequest) -> None:
 
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
+
+
+class _Ending(Enum):
+    """How a bounded await ended (see `TurnRunner._bounded`)."""
+
+    FINISHED = "finished"
+    RAISED = "raised"
+    STOPPED = "stopped"
+    TIMED_OUT = "timed_out"
+
+
+# Enum members read on every call and event: reading one from its class costs about ten times
+# a module global's (the enum's own lookup), and a turn reads them hundreds of times.
+_IDLE, _REQUESTING, _STREAMING = TurnPhase.IDLE, TurnPhase.REQUESTING, TurnPhase.STREAMING
+_EXECUTING, _AWAITING, _SETTLED = (
+    TurnPhase.EXECUTING, TurnPhase.AWAITING_APPROVAL, TurnPhase.SETTLED)
+_PENDING, _APPROVED = CallStatus.PENDING, CallStatus.APPROVED
+_RUNNING, _SUCCEEDED = CallStatus.RUNNING, CallStatus.SUCCEEDED
+_TOOL_PROPOSED, _TOOL_APPROVED = StepKind.TOOL_PROPOSED, StepKind.TOOL_APPROVED
+_TOOL_STARTED, _TOOL_RESULT = StepKind.TOOL_STARTED, StepKind.TOOL_RESULT
+_BY_AUTO, _BY_BATCH, _BY_CALL = GrantScope.AUTO, GrantScope.BATCH, GrantScope.CALL
+_FINISHED, _RAISED = _Ending.FINISHED, _Ending.RAISED
+_STOPPED, _TIMED_OUT = _Ending.STOPPED, _Ending.TIMED_OUT
 
 
 @dataclass(slots=True)
@@ -201,13 +236,22 @@ class TurnRunner:
         # Digesting a whole document costs about a second at 50,000 entities, and the document
         # one commit produced is the next commit's (and a turn undo's) "before": keep the last.
         self._last_digest: tuple[ThreatModel, str] | None = None
-        # Each request repeats the messages of the one before: their audit JSON is kept by
-        # identity (with the message, so the id is not reused) instead of rebuilt per request.
-        self._message_json: dict[int, tuple[Message, str]] = {}
+        # Each request repeats the messages of the one before: their audit JSON and the hash
+        # over them are kept instead of rebuilt per request.
+        self._request_digests = _RequestDigests()
         self._token_estimates: dict[int, tuple[Message, int]] = {}
+        self._counted: tuple[tuple[Message, ...], int] = ((), 0)
         self._schema_chars: int | None = None
+        self._resolved_model: tuple[Any] | None = None
+        self._context: ToolContext | None = None  # frozen: calls on one document share it
         self._driving = False
-        self._inflight: asyncio.Future[Any] | None = None
+        # The driving task while it awaits a stream, a tool or a retry wait (see `_bounded`);
+        # Stop and the deadline timer cancel it there, and only there.
+        self._driver: asyncio.Task[Any] | None = None
+        self._region: asyncio.Task[Any] | None = None
+        self._region_cancels = 0
+        self._region_timed_out = False
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self._cancelled = asyncio.Event()
         self._settled_recorded = False
         self._finishing: asyncio.Future[Any] | None = None
@@ -231,7 +275,7 @@ class TurnRunner:
 
     async def submit(self, text: str, base_messages: Sequence[Message] = ()) -> TurnState:
         """Start the turn; returns at the next rest point (awaiting approval or settled)."""
-        if self._state.phase is not TurnPhase.IDLE:
+        if self._state.phase is not _IDLE:
             return self._state
         self._dispatch(
             Submit(text, tuple(base_messages), self._tool_set, self._limits, self._clock_ms())
@@ -243,7 +287,7 @@ class TurnRunner:
         call = self._pending(call_id)
         if call is not None:
             if not await self._record(
-                StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.CALL)
+                _TOOL_APPROVED, self._decision_payload(call, actor, _BY_CALL)
             ):
                 return await self._after_stop()
             self._dispatch(ApproveCall(call_id))
@@ -258,10 +302,10 @@ class TurnRunner:
             for c in self._state.pending_calls()
             if c.id in wanted and not c.destructive and self._tool_set.get(c.tool_name)
         ]
-        if self._state.phase is TurnPhase.AWAITING_APPROVAL and eligible:
+        if self._state.phase is _AWAITING and eligible:
             for call in eligible:
                 if not await self._record(
-                    StepKind.TOOL_APPROVED, self._decision_payload(call, actor, GrantScope.BATCH)
+                    _TOOL_APPROVED, self._decision_payload(call, actor, _BY_BATCH)
                 ):
                     return await self._after_stop()
             self._dispatch(ApproveBatch(tuple(c.id for c in eligible)))
@@ -350,8 +394,13 @@ class TurnRunner:
         if self._state.phase not in LIVE_PHASES:
             return self._state
         self._cancelled.set()
-        if self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
+        region = self._region
+        if region is not None and not region.done() and region is not _current_task():
+            # Called from outside the driving task (a click): it is suspended in the stream,
+            # tool or wait it runs, which the cancellation ends there. From inside it (an
+            # observer, a tool) the phase checks after the work end it instead.
+            self._region_cancels += 1
+            region.cancel()
         self._dispatch(Cancel())
         if not self._driving:
             try:
@@ -370,14 +419,14 @@ class TurnRunner:
     async def undo_turn(self) -> bool:
         """Revert everything the turn committed, in one step, if nothing newer sits on top."""
         state = self._state
-        if state.phase is not TurnPhase.SETTLED:
+        if state.phase is not _SETTLED:
             return False
         if self.undo_availability() is not UndoAvailability.UNDOABLE:
             return False
         kept = self._done_before_resume
         payload = {
             "calls": [c.id for c in state.calls
-                      if c.status is CallStatus.SUCCEEDED and c.id not in kept],
+                      if c.status is _SUCCEEDED and c.id not in kept],
             "document_before": self._digest(self._session.document),
         }
         if not await self._record(StepKind.TURN_UNDONE, payload):
@@ -392,19 +441,18 @@ class TurnRunner:
         if self._driving:
             return self._state
         self._driving = True
+        self._driver = asyncio.current_task()
         try:
             while True:
                 before = self._state
-                if before.phase is TurnPhase.REQUESTING:
+                if before.phase is _REQUESTING:
                     await self._request()
-                elif before.phase is TurnPhase.EXECUTING:
+                elif before.phase is _EXECUTING:
                     # The first approved call of this iteration (not a scan of the whole turn).
-                    runnable = next(
-                        (c for c in before.iteration_calls() if c.status is CallStatus.APPROVED),
-                        None,
-                    )
-                    if runnable is not None:
-                        await self._execute(runnable)
+                    for call in before.iteration_calls():
+                        if call.status is _APPROVED:
+                            await self._execute(call)
+                            break
                     else:
                         self._dispatch(Advance(self._clock_ms()))
                 else:
@@ -414,14 +462,14 @@ class TurnRunner:
                     self._dispatch(StopTurn(STALLED_TEXT, reason=SettleReason.STALLED))
         except asyncio.CancelledError:
             # Whoever awaited us went away: stop the turn rather than leave it half-driven.
-            if self._inflight is not None and not self._inflight.done():
-                self._inflight.cancel()
             self._cancelled.set()
             self._dispatch(Cancel())
             raise
         finally:
             self._driving = False
-        if self._state.phase is TurnPhase.AWAITING_APPROVAL:
+            self._driver = None
+            self._disarm_deadline()
+        if self._state.phase is _AWAITING:
             self._waiting_since_ms = self._clock_ms()
         await self._record_settled()
         return self._state
@@ -465,7 +513,7 @@ class TurnRunner:
             runner._ledger.commits = 1
         else:
             runner._done_before_resume = frozenset(
-                c.id for c in state.calls if c.status is CallStatus.SUCCEEDED
+                c.id for c in state.calls if c.status is _SUCCEEDED
             )
         runner._waiting_since_ms = waiting_since_ms
         return runner
@@ -484,12 +532,24 @@ class TurnRunner:
                     logger.warning("a turn state observer raised", exc_info=True)
         return new
 
-    def _canonical_message(self, message: Message) -> str:
-        kept = self._message_json.get(id(message))
-        if kept is None or kept[0] is not message:
-            kept = (message, canonical_json(message_to_json(message)))
-            self._message_json[id(message)] = kept
-        return kept[1]
+    def _model_info(self) -> Any:
+        # The runner's provider and model are fixed, and the model list is read once a process.
+        if self._resolved_model is None:
+            from stockade.protocol.models import resolve_model
+
+            self._resolved_model = (resolve_model(self.provider_name, self.model),)
+        return self._resolved_model[0]
+
+    def _conversation_tokens(self, messages: Sequence[Message]) -> int:
+        """The estimate of all `messages`, adding only those past the last request's (each
+        request's conversation extends the one before)."""
+        counted, total = self._counted
+        if len(messages) < len(counted) or not all(map(operator.is_, counted, messages)):
+            counted, total = (), 0
+        for message in messages[len(counted):]:
+            total += self._estimate_tokens(message)
+        self._counted = (tuple(messages), total)
+        return total
 
     def _estimate_tokens(self, message: Message) -> int:
         # Every request budgets the whole conversation again; its messages are immutable.
@@ -509,17 +569,17 @@ class TurnRunner:
 
     def _account_wait(self) -> None:
         """Move the turn's clock start past the time spent waiting for this decision."""
-        if self._waiting_since_ms is None or self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+        if self._waiting_since_ms is None or self._state.phase is not _AWAITING:
             return
         now = self._clock_ms()
         self._dispatch(ApprovalWaited(now - self._waiting_since_ms))
         self._waiting_since_ms = now
 
     def _pending(self, call_id: str) -> CallRecord | None:
-        if self._state.phase is not TurnPhase.AWAITING_APPROVAL:
+        if self._state.phase is not _AWAITING:
             return None
         call = self._state.call(call_id)
-        if call is None or call.status is not CallStatus.PENDING:
+        if call is None or call.status is not _PENDING:
             return None
         return call
 
@@ -531,7 +591,7 @@ class TurnRunner:
             "input_digest": call.input_digest,
             "iteration": call.iteration,
             "actor": actor,
-            "scope": scope.value,
+            "scope": _PLAIN[scope],
         }
 
     async def _record(self, kind: StepKind, payload: dict[str, Any],
@@ -561,7 +621,7 @@ class TurnRunner:
 
     async def _record_settled(self) -> None:
         state = self._state
-        if state.phase is not TurnPhase.SETTLED or self._settled_recorded:
+        if state.phase is not _SETTLED or self._settled_recorded:
             return
         self._settled_recorded = True
         payload = {
@@ -585,44 +645,87 @@ class TurnRunner:
         # The timer is authoritative: an injected test clock may not have moved.
         self._dispatch(CheckDeadline(max(self._clock_ms(), b.started_at_ms + limits.deadline_ms)))
 
-    async def _run_bounded(self, work: Any) -> tuple[bool, asyncio.Future[Any]]:
-        """Run `work` as the cancellable in-flight task under the turn deadline. Returns
-        (finished, task); a task still running at the deadline is cancelled."""
-        task = asyncio.ensure_future(work)
-        self._inflight = task
+    async def _bounded(self, work: Awaitable[Any]) -> tuple[_Ending, Any]:
+        """Await `work` in the driving task itself, under the turn deadline; Stop ends it.
+
+        Returns (ending, value): the work's result when FINISHED, its exception when RAISED.
+        The deadline timer (one per drive, see `_arm_deadline`) and `cancel` cancel the
+        driving task only while it is in here, count what they asked for and withdraw exactly
+        that afterwards, so a cancellation from anyone else (whoever awaits the turn) still
+        propagates. Work that ignores the cancellation is waited out and its result discarded.
+        """
+        task = self._driver
+        if task is None:
+            raise RuntimeError("a turn is driven inside an asyncio task")
+        if self._deadline_timer is None:
+            self._arm_deadline(task.get_loop())
+        outside = task.cancelling()
+        self._region, self._region_cancels, self._region_timed_out = task, 0, False
+        ending: _Ending
+        value: Any = None
         try:
-            done, _ = await asyncio.wait({task}, timeout=self._remaining_s())
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
+            try:
+                value = await work
+                ending = _FINISHED
+            except asyncio.CancelledError as exc:
+                value, ending = exc, _STOPPED
+            except Exception as exc:
+                value, ending = exc, _RAISED
         finally:
-            self._inflight = None
-        if not done:
-            task.cancel()
-            await asyncio.wait({task})  # let it unwind; never re-raises its outcome
-            return False, task
-        return True, task
+            self._region = None
+            for _ in range(self._region_cancels):
+                task.uncancel()
+            self._region_cancels = 0
+        if ending is _STOPPED and task.cancelling() > outside:
+            raise value  # not ours: whoever awaits the turn went away
+        if self._region_timed_out:
+            return _TIMED_OUT, None
+        return ending, value
+
+    def _arm_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One timer at the turn deadline for the rest of this drive: the deadline moves only
+        between drives (time spent waiting for a decision is given back before one starts)."""
+        self._deadline_timer = loop.call_later(self._remaining_s(), self._on_deadline)
+
+    def _disarm_deadline(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+
+    def _on_deadline(self) -> None:
+        # Fired outside a bounded await (a hook was slow): the next one arms a timer at the
+        # deadline already passed, which ends work that waits at all.
+        self._deadline_timer = None
+        region = self._region
+        if region is not None and not region.done() and self._state.phase in LIVE_PHASES:
+            self._region_timed_out = True
+            self._region_cancels += 1
+            region.cancel()
 
     def _build_request(self, state: TurnState) -> ChatRequest:
         prompt = self._system_prompt
         system = prompt(self._session.document) if callable(prompt) else prompt
         messages = state.messages
         from stockade.protocol.budget import budget_messages
-        from stockade.protocol.models import resolve_model
 
-        info = resolve_model(self.provider_name, self.model)
+        info = self._model_info()
         tools = self._tool_set.specs()
         if info is not None:
             if self._schema_chars is None:  # the tool set is frozen for the runner
                 self._schema_chars = sum(len(str(t.input_schema)) for t in tools)
             overhead = (len(system) + self._schema_chars) // 4
-            messages = budget_messages(
-                messages,
-                max_input_tokens=info.context_window,
-                reserve_output_tokens=state.limits.reserve_output_tokens,
-                overhead_tokens=overhead,
-                estimate=self._estimate_tokens,
-            )
+            reserve = state.limits.reserve_output_tokens
+            available = info.context_window - reserve - overhead
+            # When the whole conversation fits, budgeting keeps all of it: skip cutting it
+            # into exchanges again (that walk grows with the conversation, every request).
+            if not messages or self._conversation_tokens(messages) > available:
+                messages = budget_messages(
+                    messages,
+                    max_input_tokens=info.context_window,
+                    reserve_output_tokens=reserve,
+                    overhead_tokens=overhead,
+                    estimate=self._estimate_tokens,
+                )
         return ChatRequest(
             provider=self.provider_name,
             model=self.model,
@@ -656,10 +759,10 @@ class TurnRunner:
             self._stop_for(exc)
             return
         if isinstance(decision, RequestRefused):
-            if self._state.phase is TurnPhase.REQUESTING:
+            if self._state.phase is _REQUESTING:
                 self._dispatch(RefuseRequest(decision.reason, decision.message))
             return
-        if self._state.phase is not TurnPhase.REQUESTING:
+        if self._state.phase is not _REQUESTING:
             # Cancelled while governance was deciding: release the reservation unused.
             await self._settle_credits(decision, None, failed=True)
             return
@@ -670,7 +773,7 @@ class TurnRunner:
             "attempt": state.budget.retries_used + 1,
             "model": self.model,
             "provider": self.provider_name,
-            "request_digest": _request_digest(sendable, self._canonical_message),
+            "request_digest": self._request_digests.of(sendable),
             "messages": len(sendable.messages),
             "tools": len(sendable.tools),
             "reserved_credits": permit.reserved_credits,
@@ -680,26 +783,27 @@ class TurnRunner:
             await self._settle_credits(permit, None, failed=True)
             return
         tally = _StreamTally()
-        finished, task = await self._run_bounded(self._pump(sendable, tally))
-        if finished and not task.cancelled() and task.exception() is not None:
+        ending, _value = await self._bounded(self._pump(sendable, tally))
+        if ending is _RAISED:
             logger.warning("provider stream raised instead of yielding an error event")
             tally.failed = True
+        finished = ending is not _TIMED_OUT
         if not finished:
             tally.failed = True
         # Only a request the provider never started is refunded; one that failed after it
         # started is charged at the usage reported, or at the whole reservation without one.
         await self._settle_credits(permit, tally.usage, failed=not tally.started)
-        if self._state.phase is TurnPhase.SETTLED:
+        if self._state.phase is _SETTLED:
             return
         if not finished:
             self._deadline_hit()
             return
         phase = self._state.phase
-        if tally.held_error is not None and phase is TurnPhase.REQUESTING:
+        if tally.held_error is not None and phase is _REQUESTING:
             self._dispatch(Retry(self._clock_ms(), tally.held_error))
-            if self._state.phase is TurnPhase.REQUESTING:
+            if self._state.phase is _REQUESTING:
                 await self._wait_before_retry(tally.held_error)
-        elif phase in (TurnPhase.REQUESTING, TurnPhase.STREAMING):
+        elif phase in (_REQUESTING, _STREAMING):
             self._dispatch(StreamEnded())
 
     async def _wait_before_retry(self, error: ProtocolError) -> None:
@@ -719,8 +823,8 @@ class TurnRunner:
             return
         if delay_ms <= 0:
             return
-        finished, _task = await self._run_bounded(asyncio.sleep(delay_ms / 1000))
-        if not finished:
+        ending, _value = await self._bounded(asyncio.sleep(delay_ms / 1000))
+        if ending is _TIMED_OUT:
             self._deadline_hit()
 
     async def _settle_credits(
@@ -755,12 +859,13 @@ class TurnRunner:
     async def _pump(self, request: ChatRequest, tally: _StreamTally) -> None:
         produced = False
         stream = self._provider.stream(request)
+        dispatch = self._dispatch
         try:
             async for event in stream:
                 if type(event) in _CONTENT_EVENTS:
                     # Most of a stream: no error, usage, completed call or end to look at.
                     tally.started = produced = True
-                    self._dispatch(event)
+                    dispatch(event)
                     if self._state.phase not in _STREAM_PHASES:
                         break
                     continue
@@ -814,16 +919,16 @@ class TurnRunner:
             "call_id": call.id,
             "tool": call.tool_name,
             "input_digest": call.input_digest,
-            "effect": call.effect.value,
+            "effect": _PLAIN[call.effect],
             "destructive": call.destructive,
             "iteration": call.iteration,
-            "status": call.status.value,
+            "status": _PLAIN[call.status],
         }
-        if not await self._record(StepKind.TOOL_PROPOSED, payload):
+        if not await self._record(_TOOL_PROPOSED, payload):
             return
-        if call.status is CallStatus.APPROVED:
+        if call.status is _APPROVED:
             await self._record(
-                StepKind.TOOL_APPROVED, self._decision_payload(call, "policy", GrantScope.AUTO)
+                _TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO)
             )
 
     async def _execute(self, call: CallRecord) -> None:
@@ -834,33 +939,34 @@ class TurnRunner:
                 "input_digest": call.input_digest,
                 "iteration": call.iteration,
             }
-            if not await self._record(StepKind.TOOL_STARTED, payload):
+            if not await self._record(_TOOL_STARTED, payload):
                 return
-            if self._state.phase is not TurnPhase.EXECUTING:
+            if self._state.phase is not _EXECUTING:
                 return
         self._dispatch(StartCall(call.id))
         current = self._state.call(call.id)
-        if current is None or current.status is not CallStatus.RUNNING:
+        if current is None or current.status is not _RUNNING:
             return  # refused: the reducer settled it and recorded why
         prepared = current.prepared
         if prepared is None:
             await self._finish_call(current, ToolFailed(NO_PREPARED_TEXT))
             return
         document = self._session.document
-        context = ToolContext(document=document, cancelled=self._cancelled)
-        finished, task = await self._run_bounded(prepared.run(context))
-        if not finished:
+        context = self._context
+        if context is None or context.document is not document:
+            context = self._context = ToolContext(document=document, cancelled=self._cancelled)
+        ending, value = await self._bounded(prepared.run(context))
+        if ending is _TIMED_OUT:
             self._deadline_hit()
             return
-        if task.cancelled() or self._state.phase is not TurnPhase.EXECUTING:
+        if ending is _STOPPED or self._state.phase is not _EXECUTING:
             return  # cancelled mid-run: the outcome is discarded, nothing was committed
         outcome: ToolOutcome
-        exc = task.exception()
-        if exc is not None:
-            logger.warning("tool %s raised while running", current.tool_name, exc_info=exc)
+        if ending is _RAISED:
+            logger.warning("tool %s raised while running", current.tool_name, exc_info=value)
             outcome = ToolFailed(TOOL_CRASH_TEXT)
         else:
-            outcome = task.result()
+            outcome = value
             if not isinstance(outcome, (ToolOk, ToolFailed)):
                 outcome = ToolFailed(TOOL_CRASH_TEXT)
         review = review_tool_outcome(
@@ -882,7 +988,7 @@ class TurnRunner:
             lines = tuple(describe(c) for c in diff(review.expected, review.document))
             if not await self._record(StepKind.DOCUMENT_COMMITTED, payload, lines):
                 return
-            if self._state.phase is not TurnPhase.EXECUTING:
+            if self._state.phase is not _EXECUTING:
                 return
             applied = apply_commit(review, session=self._session, ledger=self._ledger)
             final = (
@@ -891,7 +997,7 @@ class TurnRunner:
                 else ToolFailed(applied.message)
             )
         elif isinstance(review, Unchanged):
-            final = ToolOk(review.result)
+            final = outcome if type(outcome) is ToolOk else ToolOk(review.result)
         else:
             final = ToolFailed(review.message)
         await self._finish_call(current, final)
@@ -903,14 +1009,17 @@ class TurnRunner:
             "ok": isinstance(final, ToolOk),
             "result_digest": digest(final.result),
         }
-        if not await self._record(StepKind.TOOL_RESULT, payload):
+        if not await self._record(_TOOL_RESULT, payload):
             return
         self._dispatch(CallSettled(call.id, final))
 
 
+_PLAIN: dict[str, str] = {m: m.value for e in (GrantScope, CallStatus, ToolEffect) for m in e}
+"""Each member's plain value, for the audit payloads of every call (reading `.value` goes
+through the enum's property each time)."""
 _CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
 """Exact event types `_pump` only dispatches (subclasses take the general path)."""
-_STREAM_PHASES = (TurnPhase.REQUESTING, TurnPhase.STREAMING)
+_STREAM_PHASES = (_REQUESTING, _STREAMING)
 
 
 def _screened(event: ToolCallComplete) -> ToolCallComplete:
@@ -923,20 +1032,63 @@ def _screened(event: ToolCallComplete) -> ToolCallComplete:
     return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
 
 
-def _request_digest(request: ChatRequest, message_json: Callable[[Message], str]) -> str:
-    """`digest` of the request's audit form `{provider, model, system, messages, tools,
+class _RequestDigests:
+    """`digest` of each request's audit form `{provider, model, system, messages, tools,
     max_output_tokens}`, assembled from the canonical JSON of its parts (canonical JSON of an
-    object is its members in key order, so the bytes are the same) with each message's text
-    from `message_json`."""
-    head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
-    tail = canonical_json(
-        {
-            "provider": request.provider,
-            "model": request.model,
-            "system": request.system,
-            "tools": [t.name for t in request.tools],
-        }
-    )[1:]
-    messages = ",".join(message_json(m) for m in request.messages)
-    text = f'{head},"messages":[{messages}],{tail}'
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    object is its members in key order, so the bytes are the same).
+
+    Each request repeats the one before and adds to it: the hash of the head and the messages
+    so far is kept, and a request that starts with the same head and the same message objects
+    hashes only what follows them (the same bytes in the same order, so the same digest).
+    """
+
+    def __init__(self) -> None:
+        # Canonical JSON per message, by identity (kept with the message so the id stays its).
+        self._message_json: dict[int, tuple[Message, str]] = {}
+        self._head = ""
+        self._hashed: list[Message] = []
+        self._hasher: Any = None
+        self._tail_key: tuple[Any, ...] = ()
+        self._tail = ""
+
+    def message_json(self, message: Message) -> str:
+        kept = self._message_json.get(id(message))
+        if kept is None or kept[0] is not message:
+            kept = (message, canonical_json(message_to_json(message)))
+            self._message_json[id(message)] = kept
+        return kept[1]
+
+    def of(self, request: ChatRequest) -> str:
+        head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
+        messages = request.messages
+        hashed = self._hashed
+        kept = len(hashed)
+        if (
+            self._hasher is None
+            or head != self._head
+            or len(messages) < kept
+            or any(a is not b for a, b in zip(hashed, messages, strict=False))
+        ):
+            self._head, self._hashed, kept = head, [], 0
+            self._hasher = hashlib.sha256(f'{head},"messages":['.encode())
+        hasher = self._hasher
+        for index in range(kept, len(messages)):
+            message = messages[index]
+            text = self.message_json(message)
+            hasher.update((text if index == 0 else "," + text).encode())
+            self._hashed.append(message)
+        key = (request.provider, request.model, request.system, request.tools)
+        if key != self._tail_key:
+            self._tail_key = key
+            self._tail = canonical_json(
+                {
+                    "provider": request.provider,
+                    "model": request.model,
+                    "system": request.system,
+                    "tools": [t.name for t in request.tools],
+                }
+            )[1:]
+        tail = self._tail
+        whole = hasher.copy()
+        whole.update(f"],{tail}".encode())
+        return "sha256:" + whole.hexdigest()

@@ -64,3 +64,23 @@ def test_every_request_digest_is_the_plain_digest_of_the_request_sent() -> None:
         assert len(provider.requests) == 3
         assert recorded == [plain_digest(r) for r in provider.requests]
         assert len(set(recorded)) == 3
+
+
+class ShorteningHooks(RecordingHooks):
+    """Sends the second request without its first message (the conversation the runner
+    hashed before no longer starts it), the others as built."""
+
+    async def before_request(self, request: ChatRequest, iteration: int) -> Any:
+        permit = await super().before_request(request, iteration)
+        if self.requests != 2:
+            return permit
+        sent = ChatRequest(request.provider, request.model, request.system,
+                           request.messages[1:], request.tools, request.max_output_tokens)
+        return RequestPermit(handle=permit.handle, request=sent)
+
+
+def test_a_request_that_does_not_extend_the_one_before_is_digested_whole() -> None:
+    provider, hooks = run_turn(ShorteningHooks())
+    recorded = [s.payload["request_digest"] for s in hooks.steps if s.kind is StepKind.MODEL_REQUEST]
+    assert len(provider.requests[1].messages) == len(provider.requests[0].messages) + 1
+    assert recorded == [plain_digest(r) for r in provider.requests]
