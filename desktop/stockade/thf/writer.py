@@ -490,9 +490,10 @@ def _read_as_non_string(value: str) -> bool:
     """Would the YAML 1.2 reader take this plain text for something other than this string?
 
     Only text that starts like a number can; serde_yaml writes some of these plain
-    (for example `1_000`), which yaml-rs would read as an integer.
+    (for example `1_000`), which yaml-rs would read as an integer. yaml-rs also skips
+    underscores before the first digit (`_1` reads as 1), so a leading `_` counts too.
     """
-    if not value or value[0] not in "0123456789+-.":
+    if not value or value[0] not in "0123456789+-._":
         return False
     try:
         parsed = yaml_rs.loads("v: " + value, parse_datetime=False)

@@ -171,6 +171,11 @@ def test_integer_set_by_model_copy_is_still_written_as_float() -> None:
         ("[x]", "'[x]'"),
         ("a, b", "a, b"),
         ("1_000", "'1_000'"),
+        # yaml-rs reads these plain as 0, 1 and 0.5: a saved file would not reopen.
+        ("_0", "'_0'"),
+        ("__1", "'__1'"),
+        ("_.5", "'_.5'"),
+        ("_a", "_a"),
         ("carriage\rreturn", '"carriage\\rreturn"'),
     ],
 )
