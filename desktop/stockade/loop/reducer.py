@@ -354,7 +354,12 @@ def _on_text_delta(state: TurnState, event: TextDelta) -> TurnState:
         if state.phase is not _REQUESTING:
             return state
         state = _begin_message(state, event.type)
-    text = event.text
+    return _append_text(state, event.text)
+
+
+def _append_text(state: TurnState, text: str) -> TurnState:
+    """A streaming state with `text` added to the reply's text: one dict copy and one list
+    append."""
     if not text:
         return state
     values = state.__dict__.copy()
@@ -937,26 +942,9 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     kind = type(input)
     phase = state.phase
     # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
-    # answered here without a handler call: `_on_text_delta` and `_on_progress` do the same.
+    # answered here without the handler lookup: `_on_text_delta` and `_on_progress` do the same.
     if kind is TextDelta and phase is _STREAMING:
-        text = input.text  # type: ignore[union-attr]
-        if not text:
-            return state
-        values = state.__dict__.copy()
-        chunks = values["_chunks"]
-        n = values["_n"]
-        if chunks is None:
-            values["_chunks"] = _Chunks([text])
-        elif len(chunks.parts) == n:
-            chunks.parts.append(text)  # the newest view: part n is free
-        else:
-            values["_chunks"] = _append_chunk(chunks, n, text)
-        values["_n"] = n + 1
-        if values["_blocks"] is None:
-            values["_blocks"] = ()
-        new = _new_state(TurnState)
-        _put_state_dict(new, values)
-        return new
+        return _append_text(state, input.text)  # type: ignore[union-attr]
     if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
         return state
     handler = _HANDLERS.get(kind)
