@@ -237,10 +237,11 @@ class _Log:
 _EMPTY_LOG = _Log([], 0)
 
 
-class _GrantLog:
-    """The used grants as a `_Log` whose views also answer "is this grant among my first `n`"
-    in O(1): each grant's first position is kept in a table shared like the items. The turn's
-    own call ids are kept in one too (opening a call no longer copies every id before it)."""
+class _MemberLog:
+    """An append-only log shared between states like `_Log`, whose views also answer "is this
+    item among my first `n`" in O(1): each item's first position is kept in a table shared
+    like the items. It holds the used grants and the turn's own call ids (so opening a call
+    copies no earlier ids)."""
 
     __slots__ = ("_first", "_items", "_n", "_tuple")
 
@@ -251,25 +252,25 @@ class _GrantLog:
         self._tuple: tuple[Any, ...] | None = None
 
     @classmethod
-    def of(cls, grants: Iterable[Any]) -> _GrantLog:
-        items = list(grants)
+    def of(cls, items: Iterable[Any]) -> _MemberLog:
+        listed = list(items)
         first: dict[Any, int] = {}
-        for i, grant in enumerate(items):
-            first.setdefault(grant, i)
-        return cls(items, first, len(items))
+        for i, item in enumerate(listed):
+            first.setdefault(item, i)
+        return cls(listed, first, len(listed))
 
-    def append(self, grant: Any) -> _GrantLog:
+    def append(self, item: Any) -> _MemberLog:
         items, n = self._items, self._n
         if len(items) != n or not n:
             # Another view appended here already, or this is an empty log (often the shared
             # one every new state starts with, which must keep no turn's items).
-            return _GrantLog.of([*items[:n], grant])
-        items.append(grant)
-        self._first.setdefault(grant, n)
-        return _GrantLog(items, self._first, n + 1)
+            return _MemberLog.of([*items[:n], item])
+        items.append(item)
+        self._first.setdefault(item, n)
+        return _MemberLog(items, self._first, n + 1)
 
-    def __contains__(self, grant: Any) -> bool:
-        i = self._first.get(grant)
+    def __contains__(self, item: Any) -> bool:
+        i = self._first.get(item)
         return i is not None and i < self._n
 
     def __len__(self) -> int:
@@ -386,8 +387,7 @@ _FIELDS = (
     "used_grants", "denials", "violations", "stream_notices", "outcome", "reason", "notice",
     "error", "seen_call_ids",
 )
-_NO_GRANTS = _GrantLog([], {}, 0)
-_NO_IDS = _NO_GRANTS
+_NO_MEMBERS = _MemberLog([], {}, 0)  # shared: appending to an empty log makes a new one
 _DEFAULT_BUDGET = TurnBudget()
 _DEFAULT_LIMITS = TurnLimits()
 _EMPTY_TOOLS = ToolSet()
@@ -435,7 +435,7 @@ class TurnState:
             "history": history,
             "calls": calls,
             "grants": grants,
-            "_used": _GrantLog.of(used_grants) if used_grants else _NO_GRANTS,
+            "_used": _MemberLog.of(used_grants) if used_grants else _NO_MEMBERS,
             "denials": denials,
             "stream_notices": stream_notices,
             "outcome": outcome,
@@ -443,7 +443,7 @@ class TurnState:
             "notice": notice,
             "error": error,
             "_seen": seen_call_ids,
-            "_seen_turn": _NO_IDS,
+            "_seen_turn": _NO_MEMBERS,
             "_log": _Log(list(violations), len(violations)) if violations else _EMPTY_LOG,
         }
         values.update(_draft_parts(draft))
@@ -465,9 +465,9 @@ class TurnState:
     notice: str | None
     error: ProtocolError | None
     _log: _Log
-    _used: _GrantLog  # used_grants, shared between states like the violation log
+    _used: _MemberLog  # used_grants, shared between states like the violation log
     _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
-    _seen_turn: _GrantLog  # ids the reducer has added since: a turn's few calls
+    _seen_turn: _MemberLog  # ids the reducer has added since: a turn's few calls
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
     _open: tuple[tuple[str, str], ...]
     _chunks: _Chunks | None
@@ -624,9 +624,9 @@ class TurnState:
             elif name == "violations":
                 values["_log"] = _Log(list(value), len(value)) if value else _EMPTY_LOG
             elif name == "used_grants":
-                values["_used"] = _GrantLog.of(value)
+                values["_used"] = _MemberLog.of(value)
             elif name == "seen_call_ids":
-                values["_seen"], values["_seen_turn"] = value, _NO_IDS
+                values["_seen"], values["_seen_turn"] = value, _NO_MEMBERS
             elif name in _FIELDS:
                 values[name] = value
             else:

@@ -71,9 +71,9 @@ def test_every_used_grant_view_sees_exactly_its_own_grants(
 ) -> None:
     """Appending to any state's used grants (the newest, or an older one: a branch) leaves
     every other state's used grants as they were."""
-    from stockade.loop.state import _GrantLog
+    from stockade.loop.state import _MemberLog
 
-    views = [(_GrantLog.of(given_used), tuple(given_used))]
+    views = [(_MemberLog.of(given_used), tuple(given_used))]
     for pick, grant in appends:
         log, expected = views[pick % len(views)]
         views.append((log.append(grant), (*expected, grant)))
