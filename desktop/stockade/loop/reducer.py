@@ -79,6 +79,9 @@ from stockade.loop.state import (
     ViolationRecord,
     _append_chunk,
     _Chunks,
+    _new,
+    _put_record_dict,
+    _put_state_dict,
     new_call,
     tool_call_ids,
     with_status,
@@ -158,11 +161,6 @@ RETRY_EXHAUSTED_TEXT = "The provider kept failing, so the request was not retrie
 
 # ---------------------------------------------------------------- helpers
 
-_new_state = object.__new__
-_put_state_dict = TurnState.__dict__["__dict__"].__set__
-"""Sets a new state's instance dict: the descriptor itself, cheaper than `object.__setattr__`."""
-_new_record = object.__new__
-_put_record_dict = CallRecord.__dict__["__dict__"].__set__
 
 
 def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
@@ -173,7 +171,7 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
     used-grant log `_used`, the turn's own call ids `_seen_turn` and the last close-out `_closed`)."""
     values = state.__dict__.copy()
     values.update(changes)
-    new = _new_state(TurnState)
+    new = _new(TurnState)
     _put_state_dict(new, values)
     return new
 
@@ -227,7 +225,7 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
     values.update(changes)
     values["calls"] = calls
     values["_index"] = (calls, index, tail)
-    new = _new_state(TurnState)
+    new = _new(TurnState)
     _put_state_dict(new, values)
     return new
 
@@ -374,7 +372,7 @@ def _append_text(state: TurnState, text: str) -> TurnState:
     values["_n"] = n + 1
     if values["_blocks"] is None:
         values["_blocks"] = ()
-    new = _new_state(TurnState)
+    new = _new(TurnState)
     _put_state_dict(new, values)
     return new
 
@@ -721,17 +719,14 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
     call_id = cmd.call_id
-    calls, index, tail = state._call_table()
+    calls, index, _ = state._call_table()
     i = index.get(call_id)
     call = None if i is None else calls[i]
     auth = authorize_found(state, call_id, call)
     if type(auth) is Authorized:
         assert call is not None and i is not None  # authorize_found found it
         changes: dict[str, Any] = {"_used": state._used.append(auth.grant)}
-        running = with_status(call, _RUNNING)
-        if len(index) == len(calls):
-            return _with_calls(state, (*calls[:i], running, *calls[i + 1:]), index, tail, changes)
-        return _replace_call(state, i, running, changes)
+        return _replace_call(state, i, with_status(call, _RUNNING), changes)
     found = None if i is None or call is None else (i, call)
     assert isinstance(auth, Refused)
     state = _violation(
@@ -750,7 +745,7 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
 def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    calls, index, tail = state._call_table()
+    calls, index, _ = state._call_table()
     i = index.get(cmd.call_id)
     if i is None:
         return state
@@ -767,10 +762,8 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     values["status"] = _SUCCEEDED if ok else _FAILED
     values["result"] = result
     values["is_error"] = not ok
-    settled = _new_record(CallRecord)
+    settled = _new(CallRecord)
     _put_record_dict(settled, values)
-    if len(index) == len(calls):
-        return _with_calls(state, (*calls[:i], settled, *calls[i + 1:]), index, tail, {})
     return _replace_call(state, i, settled, {})
 
 
