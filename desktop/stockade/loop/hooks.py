@@ -7,7 +7,7 @@ describes proceeds; any other exception is a bug and also stops the turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -32,7 +32,7 @@ class StepKind(StrEnum):
     TURN_SETTLED = "turn.settled"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TurnStep:
     """One audit step. `payload` holds ids, names, counts and `sha256:` digests only.
 
@@ -41,8 +41,22 @@ class TurnStep:
     """
 
     kind: StepKind
-    payload: dict[str, Any] = field(default_factory=dict)
-    confidential: tuple[str, ...] = ()
+    payload: dict[str, Any]
+    confidential: tuple[str, ...]
+
+    def __init__(self, kind: StepKind, payload: dict[str, Any] | None = None,
+                 confidential: tuple[str, ...] = ()) -> None:
+        # The frozen dataclass's own `__init__` sets each field through `object.__setattr__`,
+        # about three times the cost of the slots' own setters, and a turn builds a step per call
+        # event (the fields stay read-only: `__setattr__` still refuses).
+        _set_kind(self, kind)
+        _set_payload(self, {} if payload is None else payload)
+        _set_confidential(self, confidential)
+
+
+_set_kind = vars(TurnStep)["kind"].__set__  # the slots' member descriptors
+_set_payload = vars(TurnStep)["payload"].__set__
+_set_confidential = vars(TurnStep)["confidential"].__set__
 
 
 @dataclass(frozen=True, slots=True)

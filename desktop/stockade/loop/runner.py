@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from stockade.loop.authorization import Authorized, GrantScope, authorize_start
+from stockade.loop.authorization import Authorized, GrantScope, authorize_found
 from stockade.loop.commands import (
     Advance,
     ApprovalWaited,
@@ -95,7 +95,7 @@ from stockade.protocol.events import (
     is_terminal,
 )
 from stockade.protocol.messages import Message, message_to_json
-from stockade.protocol.request import ChatRequest
+from stockade.protocol.request import ChatRequest, ToolSpec
 from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.diff import describe, diff
@@ -712,7 +712,7 @@ class TurnRunner:
         tools = self._tool_set.specs()
         if info is not None:
             if self._schema_chars is None:  # the tool set is frozen for the runner
-                self._schema_chars = sum(len(str(t.input_schema)) for t in tools)
+                self._schema_chars = _schema_chars(tools)
             overhead = (len(system) + self._schema_chars) // 4
             reserve = state.limits.reserve_output_tokens
             available = info.context_window - reserve - overhead
@@ -742,8 +742,13 @@ class TurnRunner:
             return
         try:
             request = self._build_request(state)
-            if self._request_check is not None:
-                self._request_check(request)
+            check = self._request_check
+            if check is not None:
+                check(request)
+                if check is _default_request_check:
+                    # Its verdict depends only on the provider, the model and whether tools
+                    # are offered, all fixed for the runner: once it passed, it passes.
+                    self._request_check = None
         except ProtocolException as exc:
             self._dispatch(StreamError(exc.error))
             return
@@ -932,7 +937,8 @@ class TurnRunner:
             )
 
     async def _execute(self, call: CallRecord) -> None:
-        if isinstance(authorize_start(self._state, call.id), Authorized):
+        # `call` is the current state's record (drive found it there just now).
+        if isinstance(authorize_found(self._state, call.id, call), Authorized):
             payload = {
                 "call_id": call.id,
                 "tool": call.tool_name,
@@ -967,6 +973,11 @@ class TurnRunner:
             outcome = ToolFailed(TOOL_CRASH_TEXT)
         else:
             outcome = value
+            if type(outcome) is ToolOk and outcome.document is None:
+                # A read's (or a no-op's) result: the review would find it `Unchanged` and
+                # settle the call with this outcome itself.
+                await self._finish_call(current, outcome)
+                return
             if not isinstance(outcome, (ToolOk, ToolFailed)):
                 outcome = ToolFailed(TOOL_CRASH_TEXT)
         review = review_tool_outcome(
@@ -1020,6 +1031,23 @@ through the enum's property each time)."""
 _CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
 """Exact event types `_pump` only dispatches (subclasses take the general path)."""
 _STREAM_PHASES = (_REQUESTING, _STREAMING)
+
+
+_last_schema_chars: tuple[tuple[ToolSpec, ...], int] = ((), 0)
+
+
+def _schema_chars(specs: tuple[ToolSpec, ...]) -> int:
+    """The characters of every spec's schema as printed (the request overhead's estimate).
+
+    A frozen tool set builds its specs once and every turn on it offers that same tuple, so
+    the last one's figure is kept (printing twelve schemas costs about a request's budgeting).
+    """
+    global _last_schema_chars
+    kept, chars = _last_schema_chars
+    if kept is not specs:
+        chars = sum(len(str(t.input_schema)) for t in specs)
+        _last_schema_chars = (specs, chars)
+    return chars
 
 
 def _screened(event: ToolCallComplete) -> ToolCallComplete:

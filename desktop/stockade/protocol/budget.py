@@ -15,9 +15,30 @@ PER_MESSAGE_OVERHEAD_TOKENS = 4
 TurnGroup = tuple[Message, ...]
 
 
+def _dumped(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# `json.dumps` with options builds a new encoder, and then a new C encoder, on every call (more
+# than half the cost of a small tool input): this is that C encoder made once, with the same
+# options. It has no cycle check (a check would need a fresh `markers` dict per call), so a
+# cycle ends in RecursionError, as nesting past the interpreter's limit does; both are judged
+# again by `json.dumps`, which tells them apart (a cycle counts 0, the nesting raises).
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_DUMP = None if _make_c_encoder is None else _make_c_encoder(
+    None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",",
+    False, False, True,
+)
+
+
 def _input_chars(value: object) -> int:
     try:
-        return utf16_len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        if _C_DUMP is None:
+            return utf16_len(_dumped(value))
+        try:
+            return utf16_len("".join(_C_DUMP(value, 0)))
+        except RecursionError:
+            return utf16_len(_dumped(value))
     except (TypeError, ValueError):
         return 0  # an input that cannot be serialized is never sent either
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +16,7 @@ from stockade.protocol.budget import (
     estimate_tokens,
     turn_groups,
 )
-from stockade.protocol.errors import ErrorCode, ProtocolException
+from stockade.protocol.errors import ErrorCode, ProtocolException, utf16_len
 from stockade.protocol.messages import Message, ToolCallBlock, ToolResultBlock
 from stockade.protocol.pairing import PairingViolationKind, check_tool_pairing
 from tests.unit.protocol.builders import assistant, calls, results, user
@@ -173,3 +177,57 @@ def test_a_callers_estimator_is_the_one_that_decides_what_fits() -> None:
     # An estimator that calls every message free keeps everything, whatever the window.
     free = budget_messages(history, max_input_tokens=1, reserve_output_tokens=0, estimate=lambda m: 0)
     assert free == tuple(history)
+
+
+def _compact_json_chars(value: object) -> int:
+    """The plain definition of a tool input's size: its compact JSON through `json.dumps`."""
+    try:
+        return utf16_len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError):
+        return 0
+
+
+class _Text(str):
+    pass
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(),
+    st.builds(_Text, st.text(max_size=5)),
+)
+_inputs = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.booleans(), st.none(),
+                                  st.floats(allow_nan=False)), inner, max_size=4),
+        st.frozensets(st.integers(), max_size=2),  # JSON cannot hold a set
+    ),
+    max_leaves=20,
+)
+
+
+@settings(deadline=None)
+@given(st.text(max_size=8), _inputs)
+def test_a_tool_call_counts_its_name_and_the_compact_json_of_its_input(
+    name: str, value: object
+) -> None:
+    message = Message(role="assistant", content=(ToolCallBlock(id="1", name=name, input=value),))
+    chars = utf16_len(name) + _compact_json_chars(value)
+    assert estimate_tokens(message) == math.ceil(chars / 4) + 4
+
+
+def test_a_cyclic_input_counts_as_zero_and_nesting_past_the_limit_raises_as_json_does() -> None:
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    assert estimate_tokens(Message(role="assistant", content=(
+        ToolCallBlock(id="1", name="abcd", input={"a": cyclic}),))) == 5
+    deep: list[object] = []
+    for _ in range(sys.getrecursionlimit() + 10):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        json.dumps(deep, ensure_ascii=False, separators=(",", ":"))
+    with pytest.raises(RecursionError):
+        estimate_tokens(Message(role="assistant", content=(
+            ToolCallBlock(id="1", name="abcd", input=deep),)))
