@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import operator
 import random
@@ -94,7 +95,13 @@ from stockade.protocol.events import (
     Usage,
     is_terminal,
 )
-from stockade.protocol.messages import Message, message_to_json
+from stockade.protocol.messages import (
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    message_to_json,
+)
 from stockade.protocol.request import ChatRequest, ToolSpec
 from stockade.protocol.retry import RetryPolicy, is_retryable, retry_delay_ms
 from stockade.thf.canonical import canonical_json, digest
@@ -109,6 +116,7 @@ from stockade.tools.runtime import (
     ToolOk,
     ToolOutcome,
     call_problem,
+    plainly_bounded,
     refusal_of,
     refused_input,
 )
@@ -911,13 +919,14 @@ class TurnRunner:
                     logger.debug("closing a provider stream failed", exc_info=True)
 
     def _screen(self, event: ToolCallComplete) -> ToolCallComplete:
-        event = _screened(event)
-        if self._input_screen is None or refusal_of(event.input) is not None:
-            return event
-        screened = self._input_screen(event.name, event.input)
-        if screened is event.input:
-            return event
-        return ToolCallComplete(id=event.id, name=event.name, input=screened)
+        event, plain = _screened(event)
+        if self._input_screen is not None and refusal_of(event.input) is None:
+            screened = self._input_screen(event.name, event.input)
+            if screened is not event.input:
+                return ToolCallComplete(id=event.id, name=event.name, input=screened)
+        if plain:
+            self._request_digests.note_plain(event.input)
+        return event
 
     async def _record_proposal(self, call: CallRecord) -> None:
         payload = {
@@ -1050,14 +1059,35 @@ def _schema_chars(specs: tuple[ToolSpec, ...]) -> int:
     return chars
 
 
-def _screened(event: ToolCallComplete) -> ToolCallComplete:
+def _screened(event: ToolCallComplete) -> tuple[ToolCallComplete, bool]:
     """A call the model sent that no tool may see (non-finite numbers, nesting past the bound,
     oversized, an over-long id or name) keeps its id and name but carries a stand-in input, so
-    the model gets an error result naming the problem and the next request stays valid JSON."""
-    problem = call_problem(event.id, event.name, event.input)
+    the model gets an error result naming the problem and the next request stays valid JSON.
+
+    Also says whether the input is plain JSON (`plainly_bounded`: exact JSON types, string
+    keys, finite numbers), which `_RequestDigests` may then encode without normalizing it.
+    """
+    raw = event.input
+    plain = plainly_bounded(raw)
+    # `call_problem` is the id and name bounds, then `input_problem`, which is None for an
+    # input that is plainly bounded: for one, only the id and name are left to judge (None
+    # stands in for the input: it is plainly bounded too).
+    problem = call_problem(event.id, event.name, None if plain else raw)
     if problem is None:
-        return event
-    return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem))
+        return event, plain
+    return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem)), False
+
+
+# The C encoder `thf.canonical` encodes with (sorted keys, no whitespace, non-ASCII kept, no
+# NaN), made here for values that need no normalizing first (see `_RequestDigests`).
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_SORTED_JSON = None if _make_c_encoder is None else _make_c_encoder(
+    None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",",
+    True, False, False,
+)
+
+
+_NOT_NOTED = object()
 
 
 class _RequestDigests:
@@ -1068,23 +1098,65 @@ class _RequestDigests:
     Each request repeats the one before and adds to it: the hash of the head and the messages
     so far is kept, and a request that starts with the same head and the same message objects
     hashes only what follows them (the same bytes in the same order, so the same digest).
+
+    Canonical JSON normalizes a value before encoding it, and differs from the value's plain
+    sorted encoding only in integral floats (printed without `.0`) and keys that are not
+    strings. A message whose fields are exact strings and booleans and whose tool inputs are
+    ones the runner found plain (exact JSON types, string keys: `note_plain`) has no such
+    keys, and each integral float in it would print with `.0`: its encoding, when that holds
+    no `.0` at all, is its canonical JSON already (property test against `canonical_json`).
     """
 
     def __init__(self) -> None:
         # Canonical JSON per message, by identity (kept with the message so the id stays its).
         self._message_json: dict[int, tuple[Message, str]] = {}
+        # Tool inputs `plainly_bounded` cleared, by identity (kept, as above).
+        self._plain_inputs: dict[int, Any] = {}
         self._head = ""
         self._hashed: list[Message] = []
         self._hasher: Any = None
         self._tail_key: tuple[Any, ...] = ()
         self._tail = ""
 
+    def note_plain(self, value: Any) -> None:
+        """`value` is a tool input `plainly_bounded` cleared."""
+        self._plain_inputs[id(value)] = value
+
     def message_json(self, message: Message) -> str:
         kept = self._message_json.get(id(message))
         if kept is None or kept[0] is not message:
-            kept = (message, canonical_json(message_to_json(message)))
+            kept = (message, self._encoded(message))
             self._message_json[id(message)] = kept
         return kept[1]
+
+    def _encoded(self, message: Message) -> str:
+        value = message_to_json(message)
+        if _SORTED_JSON is not None and self._plain(message):
+            text = "".join(_SORTED_JSON(value, 0))
+            if ".0" not in text:
+                return text
+        return canonical_json(value)
+
+    def _plain(self, message: Message) -> bool:
+        if type(message.role) is not str:
+            return False
+        plain_inputs = self._plain_inputs
+        for block in message.content:
+            if type(block) is ToolCallBlock:
+                value = block.input
+                if (plain_inputs.get(id(value), _NOT_NOTED) is not value
+                        or type(block.id) is not str or type(block.name) is not str):
+                    return False
+            elif type(block) is TextBlock:
+                if type(block.text) is not str:
+                    return False
+            elif type(block) is ToolResultBlock:
+                if (type(block.content) is not str or type(block.tool_call_id) is not str
+                        or type(block.is_error) is not bool):
+                    return False
+            else:
+                return False
+        return True
 
     def of(self, request: ChatRequest) -> str:
         head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]

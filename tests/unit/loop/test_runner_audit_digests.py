@@ -1,19 +1,31 @@
 """The runner's audit digests: each `model.request` step's `request_digest` is the plain
 canonical digest of exactly the request sent, though the runner keeps each message's JSON
-between requests instead of rebuilding it."""
+between requests instead of rebuilding it, and encodes a message whose tool inputs it found
+plain without normalizing it first."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from stockade.loop.history import DocumentSession
 from stockade.loop.hooks import RequestPermit, StepKind
-from stockade.loop.runner import TurnRunner
-from stockade.protocol.messages import Message, TextBlock, message_to_json
+from stockade.loop.runner import TurnRunner, _RequestDigests, _screened
+from stockade.protocol.events import ToolCallComplete
+from stockade.protocol.messages import (
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    message_to_json,
+)
 from stockade.protocol.request import ChatRequest
-from stockade.thf.canonical import digest
+from stockade.thf.canonical import canonical_json, digest
 from stockade.tools.registry import default_registry
+from stockade.tools.runtime import call_problem, plainly_bounded, refused_input
 from tests.unit.loop.fakes import base_model
 from tests.unit.loop.scripted import RecordingHooks, ScriptedProvider, calls_reply, text_reply
 
@@ -84,3 +96,113 @@ def test_a_request_that_does_not_extend_the_one_before_is_digested_whole() -> No
     recorded = [s.payload["request_digest"] for s in hooks.steps if s.kind is StepKind.MODEL_REQUEST]
     assert len(provider.requests[1].messages) == len(provider.requests[0].messages) + 1
     assert recorded == [plain_digest(r) for r in provider.requests]
+
+
+class _Text(str):
+    pass
+
+
+class _Number(float):
+    pass
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e16, 2.0**53, 9.1e15, -3.0]),
+    st.builds(_Text, st.text(max_size=4)), st.builds(_Number, st.floats(-5, 5)),
+)
+_keys = st.one_of(st.text(max_size=6), st.sampled_from(["a", "b", "1.0", "__proto__"]),
+                  st.integers(-3, 12), st.booleans(), st.none())
+_inputs = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(_keys, inner, max_size=4),
+        st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    ),
+    max_leaves=16,
+)
+_plain_inputs = st.recursive(  # exact JSON types and string keys: what `note_plain` receives
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6),
+              st.floats(allow_nan=False, allow_infinity=False),
+              st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e16, 2.0**53, 9.1e15, -3.0])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+    max_leaves=12,
+)
+_strings = st.one_of(st.text(max_size=12), st.sampled_from(['v1.0 "q"', "é\\n", "1.05"]),
+                     st.builds(_Text, st.text(max_size=4)))
+_fields = st.one_of(_strings, _inputs)  # a field of the wrong type falls back too
+_blocks = st.one_of(
+    st.builds(TextBlock, _fields),
+    st.builds(ToolCallBlock, _fields, _fields, st.one_of(_plain_inputs, _inputs)),
+    st.builds(ToolResultBlock, _fields, _fields, st.one_of(st.booleans(), st.integers())),
+)
+_messages = st.builds(Message, st.sampled_from(["user", "assistant"]),
+                      st.lists(_blocks, max_size=4).map(tuple))
+
+
+# Values whose plain sorted encoding is not their canonical JSON (keys that are not strings).
+_unsorted = st.sampled_from([{True: 1}, {10: "a", 9: "b"}, {None: 0}, {"k": {False: 2}}])
+_plain_messages = st.builds(  # exact strings throughout (the inputs decide), or one bad field
+    Message, st.one_of(st.sampled_from(["user", "assistant"]), _unsorted),
+    st.lists(st.one_of(
+        st.builds(TextBlock, st.text(max_size=8)),
+        st.builds(ToolCallBlock, st.text(max_size=4), st.text(max_size=4), _plain_inputs),
+        st.builds(ToolResultBlock, st.text(max_size=4), st.text(max_size=8), st.booleans()),
+        st.builds(TextBlock, _unsorted),
+        st.builds(ToolCallBlock, _unsorted, st.text(max_size=4), _plain_inputs),
+        st.builds(ToolCallBlock, st.text(max_size=4), _unsorted, _plain_inputs),
+        st.builds(ToolResultBlock, _unsorted, st.text(max_size=8), st.booleans()),
+        st.builds(ToolResultBlock, st.text(max_size=4), _unsorted, st.booleans()),
+        st.builds(ToolResultBlock, st.text(max_size=4), st.text(max_size=8), _unsorted),
+    ), max_size=4).map(tuple),
+)
+
+
+def _encoded_or_error(digests: _RequestDigests, message: Message) -> str | type[BaseException]:
+    try:
+        return digests.message_json(message)
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+
+
+def _canonical_or_error(message: Message) -> str | type[BaseException]:
+    try:
+        return canonical_json(message_to_json(message))
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.one_of(_messages, _plain_messages), st.booleans())
+def test_a_message_encodes_to_its_canonical_json_whether_or_not_its_inputs_were_screened(
+    message: Message, screened: bool
+) -> None:
+    digests = _RequestDigests()
+    if screened:  # as `_screened` notes them: only inputs `plainly_bounded` clears
+        for block in message.content:
+            if isinstance(block, ToolCallBlock) and plainly_bounded(block.input):
+                digests.note_plain(block.input)
+    assert _encoded_or_error(digests, message) == _canonical_or_error(message)
+
+
+_ids = st.one_of(st.text(max_size=6), st.just("c" * 129), st.integers())
+
+
+@settings(deadline=None)
+@given(_ids, _ids, _inputs)
+def test_screening_a_call_is_call_problem_and_says_whether_its_input_is_plain(
+    call_id: Any, name: Any, raw: Any
+) -> None:
+    event = ToolCallComplete(id=call_id, name=name, input=raw)
+    screened, plain = _screened(event)
+    problem = call_problem(call_id, name, raw)
+    if problem is None:
+        assert screened is event
+    else:
+        assert (screened.id, screened.name, screened.input) == (
+            call_id, name, refused_input(problem))
+    assert plain == (problem is None and plainly_bounded(raw))
