@@ -1027,7 +1027,7 @@ class TurnRunner:
             "call_id": call.id,
             "tool": call.tool_name,
             "ok": isinstance(final, ToolOk),
-            "result_digest": digest(final.result),
+            "result_digest": _text_digest(final.result),
         }
         if not await self._record(_TOOL_RESULT, payload):
             return
@@ -1076,6 +1076,17 @@ def _screened(event: ToolCallComplete) -> tuple[ToolCallComplete, bool]:
     if problem is None:
         return event, plain
     return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem)), False
+
+
+_encode_string = json.encoder.encode_basestring
+
+
+def _text_digest(text: str) -> str:
+    """`digest(text)`: the canonical JSON of a string is the string JSON-quoted with non-ASCII
+    kept, which is what its encoder does to one (property test against `digest`)."""
+    if type(text) is not str:
+        return digest(text)
+    return "sha256:" + hashlib.sha256(_encode_string(text).encode("utf-8")).hexdigest()
 
 
 # The C encoder `thf.canonical` encodes with (sorted keys, no whitespace, non-ASCII kept, no

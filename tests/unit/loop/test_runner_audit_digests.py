@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from stockade.loop.history import DocumentSession
 from stockade.loop.hooks import RequestPermit, StepKind
-from stockade.loop.runner import TurnRunner, _RequestDigests, _screened
+from stockade.loop.runner import TurnRunner, _RequestDigests, _screened, _text_digest
 from stockade.protocol.events import ToolCallComplete
 from stockade.protocol.messages import (
     Message,
@@ -206,3 +206,18 @@ def test_screening_a_call_is_call_problem_and_says_whether_its_input_is_plain(
         assert (screened.id, screened.name, screened.input) == (
             call_id, name, refused_input(problem))
     assert plain == (problem is None and plainly_bounded(raw))
+
+
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(categories=["Cs", "Cc", "Lo", "So"])),
+                 st.sampled_from(['"quoted" \\ \n\t\x00\x1f\x7f é 🔑', "\u2028\u2029", "lone \ud800"]),
+                 st.builds(_Text, st.text(max_size=6))))
+def test_a_result_digest_is_the_canonical_digest_of_its_text(text: str) -> None:
+    try:
+        expected: str | type[BaseException] = digest(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate has no UTF-8 form
+        expected = type(exc)
+    try:
+        got: str | type[BaseException] = _text_digest(text)
+    except UnicodeEncodeError as exc:
+        got = type(exc)
+    assert got == expected
