@@ -882,6 +882,17 @@ class TurnRunner:
                     if self._state.phase not in _STREAM_PHASES:
                         break
                     continue
+                if isinstance(event, ToolCallComplete):
+                    # Bills, is never terminal, and is screened before the reducer sees it.
+                    tally.started = produced = True
+                    event = self._screen(event)
+                    known = len(self._state.calls)
+                    dispatch(event)
+                    if len(self._state.calls) > known:
+                        await self._record_proposal(self._state.calls[-1])
+                    if self._state.phase not in _STREAM_PHASES:
+                        break
+                    continue
                 if not isinstance(event, (StreamError, Aborted)):
                     tally.started = True
                 if isinstance(event, Usage):
@@ -898,12 +909,7 @@ class TurnRunner:
                     break
                 if not isinstance(event, (StreamError, Aborted)):
                     produced = True
-                if isinstance(event, ToolCallComplete):
-                    event = self._screen(event)
-                known = self._state.calls
-                self._dispatch(event)
-                if isinstance(event, ToolCallComplete) and len(self._state.calls) > len(known):
-                    await self._record_proposal(self._state.calls[-1])
+                dispatch(event)
                 if is_terminal(event):
                     tally.terminal = True
                     tally.failed = isinstance(event, (StreamError, Aborted))
