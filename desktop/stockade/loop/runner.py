@@ -109,6 +109,8 @@ from stockade.thf.diff import describe, diff
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
 from stockade.tools.runtime import (
+    MAX_CALL_ID_LENGTH,
+    MAX_TOOL_NAME_LENGTH,
     PreparedCall,
     ToolContext,
     ToolEffect,
@@ -1075,10 +1077,11 @@ def _screened(event: ToolCallComplete) -> tuple[ToolCallComplete, bool]:
     """
     raw = event.input
     plain = plainly_bounded(raw)
-    # `call_problem` is the id and name bounds, then `input_problem`, which is None for an
-    # input that is plainly bounded: for one, only the id and name are left to judge (None
-    # stands in for the input: it is plainly bounded too).
-    problem = call_problem(event.id, event.name, None if plain else raw)
+    call_id, name = event.id, event.name
+    if (plain and type(call_id) is str and len(call_id) <= MAX_CALL_ID_LENGTH
+            and type(name) is str and len(name) <= MAX_TOOL_NAME_LENGTH):
+        return event, True  # within every bound `call_problem` checks
+    problem = call_problem(call_id, name, raw)
     if problem is None:
         return event, plain
     return ToolCallComplete(id=event.id, name=event.name, input=refused_input(problem)), False

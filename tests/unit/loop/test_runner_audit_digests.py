@@ -189,7 +189,8 @@ def test_a_message_encodes_to_its_canonical_json_whether_or_not_its_inputs_were_
     assert _encoded_or_error(digests, message) == _canonical_or_error(message)
 
 
-_ids = st.one_of(st.text(max_size=6), st.just("c" * 129), st.integers())
+_ids = st.one_of(st.text(max_size=6), st.sampled_from(["c" * 128, "c" * 129, "é" * 129]),
+                 st.builds(_Text, st.text(max_size=4)), st.integers())
 
 
 @settings(deadline=None)
