@@ -81,7 +81,7 @@ from stockade.loop.transaction import (
     turn_undo_availability,
 )
 from stockade.loop.transaction import undo_turn as undo_ledger_turn
-from stockade.protocol.budget import estimate_tokens
+from stockade.protocol.budget import budget_messages, estimate_tokens
 from stockade.protocol.errors import ProtocolError, ProtocolException
 from stockade.protocol.events import (
     Aborted,
@@ -716,8 +716,6 @@ class TurnRunner:
         prompt = self._system_prompt
         system = prompt(self._session.document) if callable(prompt) else prompt
         messages = state.messages
-        from stockade.protocol.budget import budget_messages
-
         info = self._model_info()
         tools = self._tool_set.specs()
         if info is not None:
