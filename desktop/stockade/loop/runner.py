@@ -108,6 +108,7 @@ from stockade.thf.canonical import canonical_json, digest
 from stockade.thf.diff import describe, diff
 from stockade.thf.digest import document_digest
 from stockade.thf.model import ThreatModel
+from stockade.tools.registry import ToolRegistry
 from stockade.tools.runtime import (
     MAX_CALL_ID_LENGTH,
     MAX_TOOL_NAME_LENGTH,
@@ -227,7 +228,7 @@ class TurnRunner:
     ) -> None:
         self._provider = provider
         self._input_screen = input_screen
-        self._tool_set = ToolSet.from_registry(registry)
+        self._tool_set = _frozen_tools(registry)
         self._session = session
         self._hooks: TurnHooks = hooks if hooks is not None else NoHooks()
         self._limits = limits or TurnLimits()
@@ -1046,6 +1047,22 @@ through the enum's property each time)."""
 _CONTENT_EVENTS = frozenset({MessageStart, TextDelta, ToolCallStart, ToolCallInputDelta})
 """Exact event types `_pump` only dispatches (subclasses take the general path)."""
 _STREAM_PHASES = (_REQUESTING, _STREAMING)
+
+
+_last_frozen: tuple[ToolRegistry, ToolSet] | None = None
+
+
+def _frozen_tools(registry: Any) -> ToolSet:
+    """`ToolSet.from_registry(registry)`, the same one for every runner given the same
+    `ToolRegistry` (immutable, and the app passes one per process): the set's specs copy every
+    schema, about a millisecond a turn for the production tools, and are then built once."""
+    global _last_frozen
+    if type(registry) is not ToolRegistry:
+        return ToolSet.from_registry(registry)
+    kept = _last_frozen
+    if kept is None or kept[0] is not registry:
+        kept = _last_frozen = (registry, ToolSet.from_registry(registry))
+    return kept[1]
 
 
 _last_schema_chars: tuple[tuple[ToolSpec, ...], int] = ((), 0)
