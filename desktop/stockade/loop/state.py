@@ -374,6 +374,10 @@ _put_record_dict = CallRecord.__dict__["__dict__"].__set__
 """Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
 
 
+CallTable = tuple[tuple[CallRecord, ...], dict[str, int], int | None]
+"""(calls, id -> position, tail): see `TurnState._call_table`."""
+
+
 @dataclass(frozen=True, slots=True)
 class ViolationRecord:
     violation: Violation
@@ -544,7 +548,7 @@ class TurnState:
         """Position of each call id in `calls` (the first, should an id repeat)."""
         return self._call_table()[1]
 
-    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], int | None]:
+    def _call_table(self) -> CallTable:
         """(calls, id -> position, tail): `tail` is where the last call's iteration begins
         along `calls` when iterations never decrease along it (0 for no calls), else None."""
         cached = self.__dict__.get("_index")
@@ -589,22 +593,7 @@ class TurnState:
 
     def iteration_calls(self) -> tuple[CallRecord, ...]:
         calls, _, tail = self._call_table()
-        iteration = self.iteration
-        if tail is None:  # a state built by hand may mix iterations
-            return tuple(c for c in calls if c.iteration == iteration)
-        # The reducer appends calls in iteration order: this iteration's calls end the tuple,
-        # from where the table says the last call's iteration begins.
-        if not calls or calls[-1].iteration < iteration:
-            return ()
-        if calls[-1].iteration == iteration:
-            return calls[tail:]
-        start = len(calls)
-        while start and calls[start - 1].iteration >= iteration:
-            start -= 1
-        end = start
-        while end < len(calls) and calls[end].iteration == iteration:
-            end += 1
-        return calls[start:end]
+        return calls_of_iteration(calls, tail, self.iteration)
 
     def runnable_calls(self) -> tuple[CallRecord, ...]:
         """Approved calls, in the order the model opened them."""
@@ -637,6 +626,28 @@ class TurnState:
 
 
 _put_state_dict = TurnState.__dict__["__dict__"].__set__
+
+
+def calls_of_iteration(
+    calls: tuple[CallRecord, ...], tail: int | None, iteration: int
+) -> tuple[CallRecord, ...]:
+    """The calls of `iteration`, given `calls` and the `tail` of their call table (reducer use:
+    `TurnState.iteration_calls` for a caller that already holds the table)."""
+    if tail is None:  # a state built by hand may mix iterations
+        return tuple(c for c in calls if c.iteration == iteration)
+    # The reducer appends calls in iteration order: this iteration's calls end the tuple,
+    # from where the table says the last call's iteration begins.
+    if not calls or calls[-1].iteration < iteration:
+        return ()
+    if calls[-1].iteration == iteration:
+        return calls[tail:]
+    start = len(calls)
+    while start and calls[start - 1].iteration >= iteration:
+        start -= 1
+    end = start
+    while end < len(calls) and calls[end].iteration == iteration:
+        end += 1
+    return calls[start:end]
 
 
 def _draft_parts(draft: AssistantDraft | None) -> dict[str, Any]:
