@@ -204,7 +204,9 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any],
     """`state` with `record` after its calls (`table`: the state's call table, if the caller
     holds it already)."""
     calls, index, tail = state._call_table() if table is None else table
-    new_calls = calls + (record,)  # concatenation: cheaper than unpacking into a new tuple
+    # Tuples are appended by concatenation here and below: one copy, where unpacking builds a
+    # list and copies again (about half the cost for a turn's calls).
+    new_calls = calls + (record,)  # noqa: RUF005
     new_index = index.copy()
     new_index.setdefault(record.id, len(calls))
     if tail is not None and calls:
@@ -213,7 +215,13 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any],
             tail = None
         elif last < record.iteration:
             tail = len(calls)
-    return _with_calls(state, new_calls, new_index, tail, changes)
+    values = state.__dict__.copy()  # `_with_calls`, without its frame (one per opened call)
+    values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, new_index, tail)
+    new = _new(TurnState)
+    _put_state_dict(new, values)
+    return new
 
 
 def _replace_calls(
@@ -303,7 +311,7 @@ def _close_out(state: TurnState) -> TurnState:
     if not results:
         state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    history = history + (new_message("user", results),)
+    history = history + (new_message("user", results),)  # noqa: RUF005
     answered = answered | {b.tool_call_id for b in results}
     return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
 
@@ -396,7 +404,8 @@ def _on_tool_call_start(state: TurnState, event: ToolCallStart) -> TurnState:
     opened = state._open
     if opened and any(open_id == event.id for open_id, _ in opened):
         return state
-    return _evolve(state, {"_blocks": state._blocks or (), "_open": opened + ((event.id, event.name),)})
+    opened = opened + ((event.id, event.name),)  # noqa: RUF005
+    return _evolve(state, {"_blocks": state._blocks or (), "_open": opened})
 
 
 def _on_progress(state: TurnState, event: ToolCallInputDelta | Usage) -> TurnState:
@@ -497,7 +506,8 @@ def _open_call(
     )
     digest = prepared.input_digest
     summary = prepared.summary
-    if is_denied(state.denials, name, digest):
+    denials = state.denials
+    if denials and is_denied(denials, name, digest):
         by_policy = _denied_by_policy(state, name, digest)
         record = new_call(
             call_id, name, digest, summary, effect, destructive, iteration, _DENIED,
@@ -509,8 +519,9 @@ def _open_call(
             call_id, name, digest, summary, effect, destructive, iteration, _APPROVED,
             raw, None, False, None, prepared,
         )
-        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest, iteration=iteration)
-        changes["grants"] = state.grants + (grant,)
+        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest,
+                                     iteration=iteration)
+        changes["grants"] = state.grants + (grant,)  # noqa: RUF005
     else:
         record = new_call(
             call_id, name, digest, summary, effect, destructive, iteration, _PENDING,
@@ -637,7 +648,7 @@ def _on_approve_call(state: TurnState, cmd: ApproveCall) -> TurnState:
         state,
         i,
         with_status(call, _APPROVED),
-        {"grants": state.grants + (grant_for_call(call, state.iteration),)},
+        {"grants": state.grants + (grant_for_call(call, state.iteration),)},  # noqa: RUF005
         table,
     )
     return _maybe_executing(state)
