@@ -131,16 +131,22 @@ class DenialRecord:
 def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
            iteration: int) -> Grant:
     """`Grant(...)` without the frozen `__init__`'s per-field cost (one per approved call)."""
-    grant = object.__new__(Grant)
-    _set(grant, "call_id", call_id)
-    _set(grant, "tool_name", tool_name)
-    _set(grant, "input_digest", input_digest)
-    _set(grant, "scope", scope)
-    _set(grant, "iteration", iteration)
+    grant = _new(Grant)
+    _set_call_id(grant, call_id)
+    _set_tool_name(grant, tool_name)
+    _set_input_digest(grant, input_digest)
+    _set_scope(grant, scope)
+    _set_iteration(grant, iteration)
     return grant
 
 
-_set = object.__setattr__
+# Each slot set through its own descriptor, which the frozen `__setattr__` does not guard.
+_new = object.__new__
+_set_call_id = Grant.__dict__["call_id"].__set__
+_set_tool_name = Grant.__dict__["tool_name"].__set__
+_set_input_digest = Grant.__dict__["input_digest"].__set__
+_set_scope = Grant.__dict__["scope"].__set__
+_set_iteration = Grant.__dict__["iteration"].__set__
 # Enum members as module globals: `GrantScope.CALL` goes through the enum metaclass each time.
 _CALL, _BATCH, _AUTO = GrantScope.CALL, GrantScope.BATCH, GrantScope.AUTO
 _READ = ToolEffect.READ
@@ -218,9 +224,9 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
             return _REFUSED[Violation.DIGEST_MISMATCH]
         if g.iteration != iteration:
             return _REFUSED[Violation.FOREIGN_ITERATION]
-        if call.status != "approved" or state.grant_used(g):
+        if call.status != "approved" or g in state._used:  # `state.grant_used(g)`
             return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
-        return Authorized(g)
+        return _authorized(g)
     bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return _REFUSED[Violation.DIGEST_MISMATCH]
@@ -232,9 +238,17 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
         return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
     for g in current:
         if not state.grant_used(g):
-            return Authorized(g)
+            return _authorized(g)
     return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
 
 
+def _authorized(grant: Grant) -> Authorized:
+    """`Authorized(grant)` without the frozen `__init__` (one per started call)."""
+    auth = _new(Authorized)
+    _set_grant(auth, grant)
+    return auth
+
+
+_set_grant = Authorized.__dict__["grant"].__set__
 # Refusals are values: one per violation serves every call.
 _REFUSED = {violation: Refused(violation) for violation in Violation}

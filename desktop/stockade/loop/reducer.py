@@ -72,6 +72,7 @@ from stockade.loop.state import (
     TERMINAL_STATUSES,
     CallRecord,
     CallStatus,
+    CallTable,
     ToolSet,
     TurnOutcome,
     TurnPhase,
@@ -82,7 +83,12 @@ from stockade.loop.state import (
     _new,
     _put_record_dict,
     _put_state_dict,
+    calls_of_iteration,
     new_call,
+    new_message,
+    new_text_block,
+    new_tool_call_block,
+    new_tool_result_block,
     tool_call_ids,
     with_status,
 )
@@ -190,12 +196,17 @@ def _closed_blocks(state: TurnState) -> tuple[ContentBlock, ...]:
     chunks = state._chunks
     if chunks is None:
         return blocks
-    return (*blocks, TextBlock(chunks.text(state._n)))
+    return (*blocks, new_text_block(chunks.text(state._n)))
 
 
-def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any]) -> TurnState:
-    calls, index, tail = state._call_table()
-    new_calls = (*calls, record)
+def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any],
+                 table: CallTable | None = None) -> TurnState:
+    """`state` with `record` after its calls (`table`: the state's call table, if the caller
+    holds it already)."""
+    calls, index, tail = state._call_table() if table is None else table
+    # Tuples are appended by concatenation here and below: one copy, where unpacking builds a
+    # list and copies again (about half the cost for a turn's calls).
+    new_calls = calls + (record,)  # noqa: RUF005
     new_index = index.copy()
     new_index.setdefault(record.id, len(calls))
     if tail is not None and calls:
@@ -204,7 +215,13 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any]) 
             tail = None
         elif last < record.iteration:
             tail = len(calls)
-    return _with_calls(state, new_calls, new_index, tail, changes)
+    values = state.__dict__.copy()  # `_with_calls`, without its frame (one per opened call)
+    values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, new_index, tail)
+    new = _new(TurnState)
+    _put_state_dict(new, values)
+    return new
 
 
 def _replace_calls(
@@ -230,9 +247,10 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
     return new
 
 
-def _located(state: TurnState, call_id: str) -> tuple[int, CallRecord] | None:
-    i = state.call_index().get(call_id)
-    return None if i is None else (i, state.calls[i])
+def _located(state: TurnState, call_id: str) -> tuple[int, CallRecord, CallTable] | None:
+    table = state._call_table()
+    i = table[1].get(call_id)
+    return None if i is None else (i, table[0][i], table)
 
 
 def _fold_draft(state: TurnState) -> TurnState:
@@ -240,7 +258,7 @@ def _fold_draft(state: TurnState) -> TurnState:
     if state._blocks is None:
         return state
     blocks = _closed_blocks(state)
-    history = (*state.history, Message("assistant", blocks)) if blocks else state.history
+    history = (*state.history, new_message("assistant", blocks)) if blocks else state.history
     return _evolve(state, {"history": history, **_NO_DRAFT})
 
 
@@ -285,15 +303,15 @@ def _close_out(state: TurnState) -> TurnState:
     if replaced:
         state = _replace_calls(state, replaced, {})
         calls = state.calls
-    results = tuple(
-        ToolResultBlock(c.id, c.result if c.result is not None else c.summary, c.is_error)
+    results = tuple([
+        new_tool_result_block(c.id, c.result if c.result is not None else c.summary, c.is_error)
         for c in calls[start:]
         if c.id not in answered
-    )
+    ])
     if not results:
         state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    history = (*history, Message("user", results))
+    history = history + (new_message("user", results),)  # noqa: RUF005
     answered = answered | {b.tool_call_id for b in results}
     return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
 
@@ -330,7 +348,8 @@ def _maybe_executing(state: TurnState) -> TurnState:
 
     `state` must be the one this transition has just built (nobody holds it yet), so the
     phase is set in its own dict rather than through another copy."""
-    for c in state.iteration_calls():
+    calls, _, tail = state._call_table()
+    for c in calls_of_iteration(calls, tail, state.iteration):
         if c.status is _PENDING:
             return state
     state.__dict__["phase"] = _EXECUTING
@@ -385,7 +404,8 @@ def _on_tool_call_start(state: TurnState, event: ToolCallStart) -> TurnState:
     opened = state._open
     if opened and any(open_id == event.id for open_id, _ in opened):
         return state
-    return _evolve(state, {"_blocks": state._blocks or (), "_open": (*opened, (event.id, event.name))})
+    opened = opened + ((event.id, event.name),)  # noqa: RUF005
+    return _evolve(state, {"_blocks": state._blocks or (), "_open": opened})
 
 
 def _on_progress(state: TurnState, event: ToolCallInputDelta | Usage) -> TurnState:
@@ -393,29 +413,38 @@ def _on_progress(state: TurnState, event: ToolCallInputDelta | Usage) -> TurnSta
 
 
 def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnState:
-    if state.phase is _REQUESTING:
+    phase = state.phase
+    if phase is not _STREAMING:
+        if phase is not _REQUESTING:
+            return state
         state = _begin_message(state, event.type)
-    if state.phase is not _STREAMING:
-        return state
+    call_id = event.id
     opened = state._open
-    if len(opened) == 1 and opened[0][0] == event.id:
+    if len(opened) == 1 and opened[0][0] == call_id:
         open_ids: tuple[tuple[str, str], ...] = ()
     else:
-        open_ids = tuple(o for o in opened if o[0] != event.id) if opened else ()
-    if state.has_seen_call(event.id):
+        open_ids = tuple(o for o in opened if o[0] != call_id) if opened else ()
+    seen_turn = state._seen_turn
+    if call_id in seen_turn or call_id in state._seen:  # `state.has_seen_call(call_id)`
         # The first record (and any grant) stays bound to the first input.
         state = _evolve(state, {"_blocks": state._blocks or (), "_open": open_ids})
         return _violation(
-            state, Violation.DUPLICATE_CALL_ID, event.id, f"Reused tool call id {event.id!r}."
+            state, Violation.DUPLICATE_CALL_ID, call_id, f"Reused tool call id {call_id!r}."
         )
+    block = new_tool_call_block(call_id, event.name, event.input)
+    chunks = state._chunks
+    if chunks is None:
+        blocks = (state._blocks or ()) + (block,)
+    else:  # the open text run closes before the call (`_closed_blocks`)
+        blocks = (state._blocks or ()) + (new_text_block(chunks.text(state._n)), block)
     draft = {
-        "_blocks": (*_closed_blocks(state), ToolCallBlock(event.id, event.name, event.input)),
+        "_blocks": blocks,
         "_open": open_ids,
         "_chunks": None,
         "_n": 0,
-        "_seen_turn": state._seen_turn.append(event.id),
+        "_seen_turn": seen_turn.append(call_id),
     }
-    return _open_call(state, draft, event.id, event.name, event.input)
+    return _open_call(state, draft, call_id, event.name, event.input)
 
 
 def _open_call(
@@ -423,6 +452,7 @@ def _open_call(
 ) -> TurnState:
     """Create the record for a call whose tool_call block `changes` puts in the draft."""
     iteration = state.iteration
+    table = state._call_table()
     tool = state.tool_set.get(name)
     if tool is None:
         text = UNKNOWN_TOOL_TEXT.format(name=name)
@@ -433,10 +463,10 @@ def _open_call(
         changes["_log"] = state._log.append(
             ViolationRecord(Violation.UNKNOWN_TOOL, call_id, f"Unknown tool {name!r}.")
         )
-        return _append_call(state, record, changes)
+        return _append_call(state, record, changes, table)
 
     effect, destructive = tool.effect, tool.destructive
-    in_iteration = len(state.iteration_calls())
+    in_iteration = len(calls_of_iteration(table[0], table[2], iteration))
     limits, budget = state.limits, state.budget
     if (
         in_iteration >= limits.max_tool_calls_per_iteration
@@ -450,7 +480,7 @@ def _open_call(
         changes["_log"] = state._log.append(
             ViolationRecord(Violation.LIMIT_EXCEEDED, call_id, "Tool-call limit reached.")
         )
-        return _append_call(state, record, changes)
+        return _append_call(state, record, changes, table)
 
     try:
         prepared = tool.prepare(raw)
@@ -462,7 +492,7 @@ def _open_call(
             call_id, name, "", text, effect, destructive, iteration, _FAILED,
             raw_input=raw, result=text, is_error=True,
         )
-        state = _append_call(state, record, changes)
+        state = _append_call(state, record, changes, table)
         if refusal_of(raw) is not None:
             return _violation(state, Violation.REFUSED_INPUT, call_id, text)
         return state
@@ -476,7 +506,8 @@ def _open_call(
     )
     digest = prepared.input_digest
     summary = prepared.summary
-    if is_denied(state.denials, name, digest):
+    denials = state.denials
+    if denials and is_denied(denials, name, digest):
         by_policy = _denied_by_policy(state, name, digest)
         record = new_call(
             call_id, name, digest, summary, effect, destructive, iteration, _DENIED,
@@ -488,14 +519,15 @@ def _open_call(
             call_id, name, digest, summary, effect, destructive, iteration, _APPROVED,
             raw, None, False, None, prepared,
         )
-        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest, iteration=iteration)
-        changes["grants"] = (*state.grants, grant)
+        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest,
+                                     iteration=iteration)
+        changes["grants"] = state.grants + (grant,)  # noqa: RUF005
     else:
         record = new_call(
             call_id, name, digest, summary, effect, destructive, iteration, _PENDING,
             raw, None, False, None, prepared,
         )
-    return _append_call(state, record, changes)
+    return _append_call(state, record, changes, table)
 
 
 def _answer_dropped_calls(state: TurnState) -> TurnState:
@@ -567,15 +599,26 @@ def _on_cancel(state: TurnState, event: Aborted | Cancel) -> TurnState:
 # ---------------------------------------------------------------- commands
 
 
-def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any]) -> TurnState:
+def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[str, Any] | None,
+                  table: CallTable) -> TurnState:
     """Swap in the new record of the call at position `i` (every record with its id, should a
-    hand-built state repeat ids)."""
-    calls, index, tail = state._call_table()
+    hand-built state repeat ids); `table` is the state's call table."""
+    calls, index, tail = table
     if len(index) != len(calls):
         return _replace_calls(state, {j: record for j, c in enumerate(calls)
-                                      if c.id == record.id}, changes)
-    # One position: three slices instead of a list of every call and a tuple back.
-    return _with_calls(state, (*calls[:i], record, *calls[i + 1:]), index, tail, changes)
+                                      if c.id == record.id}, changes or {})
+    # One position: a list of every call and a tuple back (measured cheaper than three slices).
+    as_list = list(calls)
+    as_list[i] = record
+    new_calls = tuple(as_list)
+    values = state.__dict__.copy()
+    if changes:
+        values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, index, tail)
+    new = _new(TurnState)
+    _put_state_dict(new, values)
+    return new
 
 
 def _on_submit(state: TurnState, cmd: Submit) -> TurnState:
@@ -600,12 +643,13 @@ def _on_approve_call(state: TurnState, cmd: ApproveCall) -> TurnState:
     found = _located(state, cmd.call_id)
     if found is None or found[1].status is not _PENDING:
         return state
-    i, call = found
+    i, call, table = found
     state = _replace_call(
         state,
         i,
         with_status(call, _APPROVED),
-        {"grants": (*state.grants, grant_for_call(call, state.iteration))},
+        {"grants": state.grants + (grant_for_call(call, state.iteration),)},  # noqa: RUF005
+        table,
     )
     return _maybe_executing(state)
 
@@ -641,7 +685,7 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
             for i, c in enumerate(calls)
             if c.id in ids
         }
-    state = _replace_calls(state, replaced, {"grants": (*state.grants, *grants)})
+    state = _replace_calls(state, replaced, {"grants": state.grants + grants})
     return _maybe_executing(state)
 
 
@@ -651,7 +695,7 @@ def _on_deny_call(state: TurnState, cmd: DenyCall) -> TurnState:
     found = _located(state, cmd.call_id)
     if found is None or found[1].status is not _PENDING:
         return state
-    i, call = found
+    i, call, table = found
     reason = DenialReason.POLICY_DENIED if cmd.by_policy else DenialReason.USER_DECLINED
     denied = call.with_changes(
         status=_DENIED,
@@ -662,6 +706,7 @@ def _on_deny_call(state: TurnState, cmd: DenyCall) -> TurnState:
     state = _replace_call(
         state, i, denied,
         {"denials": (*state.denials, DenialRecord(call.tool_name, call.input_digest, reason))},
+        table,
     )
     return _maybe_executing(state)
 
@@ -690,7 +735,7 @@ def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
     found = _located(state, cmd.call_id)
     if found is None or found[1].status is not _PENDING:
         return state
-    i, call = found
+    i, call, table = found
     tool = state.tool_set.get(call.tool_name)
     if tool is None:
         return state
@@ -712,44 +757,43 @@ def _on_edit_call(state: TurnState, cmd: EditCall) -> TurnState:
                     changes=describe_changes(original_input, cmd.new_input))
     edited = call.with_changes(input_digest=digest, summary=prepared.summary,
                                raw_input=cmd.new_input, prepared=prepared, edit=edit)
-    return _replace_call(state, i, edited, {})
+    return _replace_call(state, i, edited, None, table)
 
 
 def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
     call_id = cmd.call_id
-    calls, index, _ = state._call_table()
-    i = index.get(call_id)
-    call = None if i is None else calls[i]
+    table = state._call_table()
+    i = table[1].get(call_id)
+    call = None if i is None else table[0][i]
     auth = authorize_found(state, call_id, call)
     if type(auth) is Authorized:
         assert call is not None and i is not None  # authorize_found found it
-        changes: dict[str, Any] = {"_used": state._used.append(auth.grant)}
-        return _replace_call(state, i, with_status(call, _RUNNING), changes)
-    found = None if i is None or call is None else (i, call)
+        return _replace_call(state, i, with_status(call, _RUNNING),
+                             {"_used": state._used.append(auth.grant)}, table)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
     )
-    if found is not None and found[1].status is _APPROVED:
+    if call is not None and call.status is _APPROVED:
         # An approved call that was refused can never become startable later in this
         # iteration; settling it keeps the runner from asking forever.
-        i, call = found
+        assert i is not None
         text = UNSTARTABLE_TEXT.get(auth.violation, UNSTARTABLE_DEFAULT)
         failed = call.with_changes(status=_FAILED, result=text, is_error=True)
-        state = _replace_call(state, i, failed, {})
+        state = _replace_call(state, i, failed, None, state._call_table())
     return state
 
 
 def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    calls, index, _ = state._call_table()
-    i = index.get(cmd.call_id)
+    table = state._call_table()
+    i = table[1].get(cmd.call_id)
     if i is None:
         return state
-    call = calls[i]
+    call = table[0][i]
     if call.status is not _RUNNING:
         return state
     outcome = cmd.outcome
@@ -764,7 +808,7 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
     values["is_error"] = not ok
     settled = _new(CallRecord)
     _put_record_dict(settled, values)
-    return _replace_call(state, i, settled, {})
+    return _replace_call(state, i, settled, None, table)
 
 
 def _on_advance(state: TurnState, cmd: Advance) -> TurnState:

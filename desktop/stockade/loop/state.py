@@ -18,7 +18,14 @@ from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Viola
 from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.protocol.errors import ProtocolError
-from stockade.protocol.messages import ContentBlock, Message, TextBlock, ToolCallBlock
+from stockade.protocol.messages import (
+    ContentBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from stockade.protocol.request import ToolSpec
 from stockade.tools.runtime import PreparedCall, Tool, ToolEffect
 
@@ -266,8 +273,12 @@ class _MemberLog:
             # one every new state starts with, which must keep no turn's items).
             return _MemberLog.of([*items[:n], item])
         items.append(item)
-        self._first.setdefault(item, n)
-        return _MemberLog(items, self._first, n + 1)
+        first = self._first
+        first.setdefault(item, n)
+        # The new view without `__init__`'s frame (one per opened call and per started call).
+        log = _new(_MemberLog)
+        log._items, log._first, log._n, log._tuple = items, first, n + 1, None
+        return log
 
     def __contains__(self, item: Any) -> bool:
         i = self._first.get(item)
@@ -372,6 +383,56 @@ def new_call(
 _new = object.__new__
 _put_record_dict = CallRecord.__dict__["__dict__"].__set__
 """Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
+
+
+# The conversation's blocks and messages the reducer makes (one or two per call), built without
+# the frozen dataclasses' `__init__` frames: each slot set through its own descriptor.
+_set_text = TextBlock.__dict__["text"].__set__
+_set_block_id = ToolCallBlock.__dict__["id"].__set__
+_set_block_name = ToolCallBlock.__dict__["name"].__set__
+_set_block_input = ToolCallBlock.__dict__["input"].__set__
+_set_result_call_id = ToolResultBlock.__dict__["tool_call_id"].__set__
+_set_result_content = ToolResultBlock.__dict__["content"].__set__
+_set_result_is_error = ToolResultBlock.__dict__["is_error"].__set__
+_set_role = Message.__dict__["role"].__set__
+_set_content = Message.__dict__["content"].__set__
+
+
+def new_text_block(text: str) -> TextBlock:
+    """`TextBlock(text)` (reducer use)."""
+    block = _new(TextBlock)
+    _set_text(block, text)
+    return block
+
+
+def new_tool_call_block(call_id: str, name: str, input: Any) -> ToolCallBlock:
+    """`ToolCallBlock(call_id, name, input)` (reducer use)."""
+    block = _new(ToolCallBlock)
+    _set_block_id(block, call_id)
+    _set_block_name(block, name)
+    _set_block_input(block, input)
+    return block
+
+
+def new_tool_result_block(call_id: str, content: str, is_error: bool) -> ToolResultBlock:
+    """`ToolResultBlock(call_id, content, is_error)` (reducer use)."""
+    block = _new(ToolResultBlock)
+    _set_result_call_id(block, call_id)
+    _set_result_content(block, content)
+    _set_result_is_error(block, is_error)
+    return block
+
+
+def new_message(role: Role, content: tuple[ContentBlock, ...]) -> Message:
+    """`Message(role, content)` (reducer use)."""
+    message = _new(Message)
+    _set_role(message, role)
+    _set_content(message, content)
+    return message
+
+
+CallTable = tuple[tuple[CallRecord, ...], dict[str, int], int | None]
+"""(calls, id -> position, tail): see `TurnState._call_table`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,7 +605,7 @@ class TurnState:
         """Position of each call id in `calls` (the first, should an id repeat)."""
         return self._call_table()[1]
 
-    def _call_table(self) -> tuple[tuple[CallRecord, ...], dict[str, int], int | None]:
+    def _call_table(self) -> CallTable:
         """(calls, id -> position, tail): `tail` is where the last call's iteration begins
         along `calls` when iterations never decrease along it (0 for no calls), else None."""
         cached = self.__dict__.get("_index")
@@ -589,22 +650,7 @@ class TurnState:
 
     def iteration_calls(self) -> tuple[CallRecord, ...]:
         calls, _, tail = self._call_table()
-        iteration = self.iteration
-        if tail is None:  # a state built by hand may mix iterations
-            return tuple(c for c in calls if c.iteration == iteration)
-        # The reducer appends calls in iteration order: this iteration's calls end the tuple,
-        # from where the table says the last call's iteration begins.
-        if not calls or calls[-1].iteration < iteration:
-            return ()
-        if calls[-1].iteration == iteration:
-            return calls[tail:]
-        start = len(calls)
-        while start and calls[start - 1].iteration >= iteration:
-            start -= 1
-        end = start
-        while end < len(calls) and calls[end].iteration == iteration:
-            end += 1
-        return calls[start:end]
+        return calls_of_iteration(calls, tail, self.iteration)
 
     def runnable_calls(self) -> tuple[CallRecord, ...]:
         """Approved calls, in the order the model opened them."""
@@ -637,6 +683,28 @@ class TurnState:
 
 
 _put_state_dict = TurnState.__dict__["__dict__"].__set__
+
+
+def calls_of_iteration(
+    calls: tuple[CallRecord, ...], tail: int | None, iteration: int
+) -> tuple[CallRecord, ...]:
+    """The calls of `iteration`, given `calls` and the `tail` of their call table (reducer use:
+    `TurnState.iteration_calls` for a caller that already holds the table)."""
+    if tail is None:  # a state built by hand may mix iterations
+        return tuple(c for c in calls if c.iteration == iteration)
+    # The reducer appends calls in iteration order: this iteration's calls end the tuple,
+    # from where the table says the last call's iteration begins.
+    if not calls or calls[-1].iteration < iteration:
+        return ()
+    if calls[-1].iteration == iteration:
+        return calls[tail:]
+    start = len(calls)
+    while start and calls[start - 1].iteration >= iteration:
+        start -= 1
+    end = start
+    while end < len(calls) and calls[end].iteration == iteration:
+        end += 1
+    return calls[start:end]
 
 
 def _draft_parts(draft: AssistantDraft | None) -> dict[str, Any]:

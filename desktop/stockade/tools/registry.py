@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
+from pydantic import ValidationError
+
 from stockade.protocol.request import ToolSpec
 from stockade.thf.canonical import json_ready_digest
 from stockade.tools.runtime import (
-    PreparedCall,
     PrepareFailed,
     PrepareResult,
     Tool,
@@ -19,10 +20,11 @@ from stockade.tools.runtime import (
     ToolEffect,
     ToolOutcome,
     input_problem,
+    new_prepared_call,
     plainly_bounded,
     refusal_of,
 )
-from stockade.tools.schema import InputT, json_schema, parse_input, validate_input
+from stockade.tools.schema import InputT, json_schema, parse_input, validation_issues
 
 
 def _read_and_destructive(name: str) -> ValueError:
@@ -36,8 +38,8 @@ class DefinedTool(Generic[InputT]):
     input, so raw model JSON never reaches `execute`.
     """
 
-    __slots__ = ("_description", "_destructive", "_effect", "_execute", "_input_model", "_name",
-                 "_schema", "_summarize")
+    __slots__ = ("_description", "_destructive", "_dump", "_effect", "_execute", "_input_model",
+                 "_name", "_schema", "_summarize", "_validate")
 
     def __init__(
         self,
@@ -59,6 +61,9 @@ class DefinedTool(Generic[InputT]):
         self._destructive = bool(destructive)
         self._summarize = summarize
         self._execute = execute
+        # The model's own validator and serializer, bound once: `prepare` calls them directly.
+        self._validate = input_model.__pydantic_validator__.validate_python
+        self._dump = input_model.__pydantic_serializer__.to_python
         self._schema = json_schema(input_model)  # fails at definition time, not at request time
 
     def __setattr__(self, key: str, value: Any) -> None:
@@ -104,29 +109,34 @@ class DefinedTool(Generic[InputT]):
         refusal = refusal_of(raw)
         if refusal is not None:
             return PrepareFailed(issues=(refusal,))
-        parsed: InputT | list[str]
-        if plainly_bounded(raw, screen_keys=True):  # one walk clears both checks below
-            parsed = validate_input(self._input_model, raw)
+        if type(raw) is dict and plainly_bounded(raw, screen_keys=True):
+            # One walk cleared the bound check and the key walk; what is left of `parse` is the
+            # model's validator (called directly: `validate_input` without its type check).
+            try:
+                value: InputT = self._validate(raw)
+            except ValidationError as exc:
+                return PrepareFailed(issues=tuple(validation_issues(exc)))
         else:
             problem = input_problem(raw)
             if problem is not None:
                 return PrepareFailed(issues=(problem,))
             parsed = self.parse(raw)
-        if isinstance(parsed, list):
-            return PrepareFailed(issues=tuple(parsed))
-        value: InputT = parsed
-        canonical = value.canonical()
+            if isinstance(parsed, list):
+                return PrepareFailed(issues=tuple(parsed))
+            value = parsed
+        # `value.canonical()` through the bound serializer, with the same options.
+        canonical = self._dump(value, mode="json", by_alias=True, exclude_none=True)
         execute = self._execute
 
         async def run(ctx: ToolContext) -> ToolOutcome:
             return await execute(value, ctx)
 
-        return PreparedCall(
-            tool_name=self._name,
-            summary=self._summarize(value),
-            input_digest=json_ready_digest(canonical),  # a JSON-mode dump
-            input=canonical,
-            run=run,
+        return new_prepared_call(
+            self._name,
+            self._summarize(value),
+            json_ready_digest(canonical),  # a JSON-mode dump
+            canonical,
+            run,
         )
 
 

@@ -66,6 +66,33 @@ class PrepareFailed:
 PrepareResult = PreparedCall | PrepareFailed
 
 
+def new_prepared_call(
+    tool_name: str,
+    summary: str,
+    input_digest: str,
+    input: Any,
+    run: Callable[[ToolContext], Awaitable[ToolOutcome]],
+) -> PreparedCall:
+    """`PreparedCall(...)` without the frozen `__init__`'s keyword plumbing (one per prepared
+    call; `Tool.prepare` use only)."""
+    call = _new(PreparedCall)
+    _set_tool_name(call, tool_name)
+    _set_summary(call, summary)
+    _set_input_digest(call, input_digest)
+    _set_input(call, input)
+    _set_run(call, run)
+    return call
+
+
+# The slots' own setters, which the frozen `__setattr__` does not guard.
+_new = object.__new__
+_set_tool_name = PreparedCall.__dict__["tool_name"].__set__
+_set_summary = PreparedCall.__dict__["summary"].__set__
+_set_input_digest = PreparedCall.__dict__["input_digest"].__set__
+_set_input = PreparedCall.__dict__["input"].__set__
+_set_run = PreparedCall.__dict__["run"].__set__
+
+
 class Tool(Protocol):
     """A registered tool. `effect` and `destructive` are static facts of the tool."""
 
@@ -141,11 +168,11 @@ def plainly_bounded(raw: Any, *, screen_keys: bool = False) -> bool:
         push, extend = below.append, below.extend
         for value in level:
             kind = type(value)
-            if kind is str:
-                size += len(value)
-                if screen_keys and not value.isascii() and _has_surrogate(value):
+            if kind is dict:
+                # A dict's text and true/false values are judged here, not pushed a level down
+                # (most of a tool input's leaves): so one at the last level may hold nothing.
+                if depth == MAX_INPUT_DEPTH and value:
                     return False
-            elif kind is dict:
                 size += 2
                 for key, item in value.items():
                     if type(key) is not str:
@@ -154,7 +181,19 @@ def plainly_bounded(raw: Any, *, screen_keys: bool = False) -> bool:
                                         or (not key.isascii() and _has_surrogate(key))):
                         return False
                     size += len(key) + 4
-                    push(item)
+                    kind = type(item)
+                    if kind is str:
+                        size += len(item)
+                        if screen_keys and not item.isascii() and _has_surrogate(item):
+                            return False
+                    elif kind is bool:
+                        size += 5
+                    else:
+                        push(item)
+            elif kind is str:
+                size += len(value)
+                if screen_keys and not value.isascii() and _has_surrogate(value):
+                    return False
             elif kind is list:
                 size += 2
                 extend(value)

@@ -224,13 +224,18 @@ def validate_input(model: type[InputT], raw: Any) -> InputT | list[str]:
         # small input); the same validator with the same (default) options.
         return model.__pydantic_validator__.validate_python(raw)
     except ValidationError as exc:
-        out: list[str] = []
-        for error in exc.errors(include_url=False):
-            path, message = _describe(error)
-            text = _issue(path, message)
-            if text not in out:
-                out.append(text)
-        return out or ["the input is not valid"]
+        return validation_issues(exc)
+
+
+def validation_issues(exc: ValidationError) -> list[str]:
+    """A tool input's validation errors as plain `path: message` issues, each once."""
+    out: list[str] = []
+    for error in exc.errors(include_url=False):
+        path, message = _describe(error)
+        text = _issue(path, message)
+        if text not in out:
+            out.append(text)
+    return out or ["the input is not valid"]
 
 
 def _json_type_name(value: Any) -> str:

@@ -70,6 +70,10 @@ def sanitize(text: str, max_code_points: int) -> tuple[str, bool]:
     Returns the text and whether it was cut. Astral characters are never split. The result
     holds no control, bidi or surrogate code point.
     """
+    if (type(text) is str and 0 < len(text) <= max_code_points and text.isascii()
+            and text.isprintable()):
+        # Printable ASCII within the cap (nearly every summary field): nothing below changes it.
+        return text, False
     cleaned, truncated = _clean(text, max_code_points)
     return cleaned.replace("\n", "\\n"), truncated
 

@@ -12,6 +12,7 @@ from stockade.thf.canonical import digest
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import (
     MAX_INPUT_DEPTH,
+    PreparedCall,
     PrepareFailed,
     call_problem,
     input_problem,
@@ -101,6 +102,80 @@ def test_the_pathless_walk_clears_exactly_what_the_spelled_walk_accepts(value: A
         assert spelled is None and forbidden_key_issues(value) == []
 
 
+def _level_walk(raw: Any, screen_keys: bool) -> bool:
+    """`plainly_bounded` as first written: every value judged one level below its container."""
+    import math
+
+    from stockade.tools.runtime import MAX_INPUT_BYTES
+
+    def surrogate(text: str) -> bool:
+        return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+    level, depth, size = [raw], 1, 0
+    while level:
+        if depth > MAX_INPUT_DEPTH:
+            return False
+        below: list[Any] = []
+        for value in level:
+            kind = type(value)
+            if kind is str:
+                size += len(value)
+                if screen_keys and surrogate(value):
+                    return False
+            elif kind is dict:
+                size += 2
+                for key, item in value.items():
+                    if type(key) is not str:
+                        return False
+                    if screen_keys and (key == "__proto__" or surrogate(key)):
+                        return False
+                    size += len(key) + 4
+                    below.append(item)
+            elif kind is list:
+                size += 2
+                below.extend(value)
+            elif value is None or kind is bool:
+                size += 5
+            elif kind is int:
+                size += value.bit_length() // 3 + 1
+            elif kind is float:
+                if not math.isfinite(value):
+                    return False
+                size += 24
+            else:
+                return False
+            if size > MAX_INPUT_BYTES:
+                return False
+        level = below
+        depth += 1
+    return True
+
+
+def _wrapped(inner: Any, kinds: list[bool]) -> Any:
+    for as_dict in kinds:
+        inner = {"k": inner} if as_dict else [inner]
+    return inner
+
+
+# Nestings ending at, just above and just below the depth bound, with a dict (whose leaves the
+# walk judges inline) at the last levels.
+_DEEP = st.builds(
+    _wrapped,
+    st.sampled_from([{}, [], {"a": "b"}, {"a": True}, {"a": 1}, {"a": []}, "x", None]),
+    st.integers(MAX_INPUT_DEPTH - 3, MAX_INPUT_DEPTH + 1).flatmap(
+        lambda n: st.lists(st.booleans(), min_size=n, max_size=n)),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_ANY | _DEEP, st.booleans())
+def test_the_inline_walk_answers_as_the_level_walk(value: Any, screen_keys: bool) -> None:
+    """Judging a dict's text and booleans inline gives the level walk's answer exactly."""
+    from stockade.tools.runtime import plainly_bounded
+
+    assert plainly_bounded(value, screen_keys=screen_keys) == _level_walk(value, screen_keys)
+
+
 def test_the_pathless_walk_clears_plain_input_and_refuses_deep_or_large_input() -> None:
     from stockade.tools.runtime import MAX_INPUT_BYTES, plainly_bounded
 
@@ -143,3 +218,8 @@ def test_prepare_answers_what_the_bound_check_and_the_parse_answer(tool: Any, ra
     assert not isinstance(prepared, PrepareFailed)
     assert prepared.input == parsed.canonical()
     assert prepared.input_digest == digest(parsed.canonical())
+    # Built without the dataclass `__init__`: the same record the constructor makes.
+    assert prepared == PreparedCall(
+        tool_name=tool.name, summary=tool._summarize(parsed), input_digest=prepared.input_digest,
+        input=prepared.input, run=prepared.run,
+    )

@@ -113,3 +113,21 @@ def test_printable_ascii_shortcut_cleans_as_the_passes_do(text: str, cap: int) -
     expected = (cleaned[: cap - 1] + ELLIPSIS, True) if len(cleaned) > cap else (cleaned, False)
     assert _clean(text, cap) == expected
     assert type(_clean(text, cap)[0]) is str
+
+
+@settings(max_examples=examples(500))
+@given(st.one_of(st.text(), st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F)),
+                 st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E))),
+       st.integers(min_value=-1, max_value=60))
+def test_sanitize_shortcut_answers_as_the_passes_do(text: str, cap: int) -> None:
+    """Printable ASCII within the cap comes back as the cleaning passes would return it (and a
+    cap below one is refused either way)."""
+    from stockade.tools.untrusted import _clean
+
+    try:
+        cleaned, cut = _clean(text, cap)
+    except ValueError:
+        with pytest.raises(ValueError):
+            sanitize(text, cap)
+        return
+    assert sanitize(text, cap) == (cleaned.replace("\n", "\\n"), cut)
