@@ -1072,7 +1072,7 @@ def _schema_chars(specs: tuple[ToolSpec, ...]) -> int:
     """The characters of every spec's schema as printed (the request overhead's estimate).
 
     A frozen tool set builds its specs once and every turn on it offers that same tuple, so
-    the last one's figure is kept (printing twelve schemas costs about a request's budgeting).
+    the last one's figure is kept (printing the sixteen production schemas costs about 0.2 ms).
     """
     global _last_schema_chars
     kept, chars = _last_schema_chars
@@ -1135,11 +1135,11 @@ class _RequestDigests:
     hashes only what follows them (the same bytes in the same order, so the same digest).
 
     Canonical JSON normalizes a value before encoding it, and differs from the value's plain
-    sorted encoding only in integral floats (printed without `.0`) and keys that are not
-    strings. A message whose fields are exact strings and booleans and whose tool inputs are
-    ones the runner found plain (exact JSON types, string keys: `note_plain`) has no such
-    keys, and each integral float in it would print with `.0`: its encoding, when that holds
-    no `.0` at all, is its canonical JSON already (property test against `canonical_json`).
+    sorted encoding only in keys that are not strings and in integral floats below 2**53
+    (printed as integers; plainly encoded, each prints with `.0`). A message whose fields are
+    exact strings and booleans and whose tool inputs are ones the runner found plain (exact
+    JSON types, string keys: `note_plain`) has no such keys: its plain encoding, when that
+    holds no `.0` at all, is its canonical JSON (property test against `canonical_json`).
     """
 
     def __init__(self) -> None:
