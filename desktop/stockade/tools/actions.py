@@ -423,7 +423,7 @@ def _merge(entity: Any, changes: dict[str, Any], clearable: frozenset[str]) -> d
 
 
 def _changed_fields(updates: StrictInput) -> str:
-    return ", ".join(updates.given())
+    return ", ".join(updates.given_names())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def _t(value: str) -> str:
 
 
 def _fields(updates: StrictInput) -> str:
-    return ", ".join(updates.given())
+    return ", ".join(updates.given_names())
 
 
 def _cascade_suffix(cascade: bool) -> str:
