@@ -105,12 +105,15 @@ class PageStop(StrEnum):
 # Inputs
 
 
+_SEVERITY_BY_VALUE: dict[str, Severity] = {m.value: m for m in Severity}
+
+
 def _severity_filter(value: Any) -> Any:
     if isinstance(value, str):
-        try:
-            return Severity(value.lower()).value
-        except ValueError:
-            raise ValueError("must be critical, high, medium, low, or info") from None
+        member = _SEVERITY_BY_VALUE.get(value.lower())  # `Severity(value.lower())`
+        if member is None:
+            raise ValueError("must be critical, high, medium, low, or info")
+        return member.value
     return value
 
 
