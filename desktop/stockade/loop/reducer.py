@@ -27,15 +27,15 @@ from collections.abc import Callable
 from typing import Any
 
 from stockade.loop.authorization import (
-    Authorized,
     DenialReason,
     DenialRecord,
+    Grant,
     Refused,
     Violation,
-    authorize_found,
     auto_grant_read_only,
     grant_for_batch,
     grant_for_call,
+    grant_to_start,
     is_denied,
 )
 from stockade.loop.commands import (
@@ -773,11 +773,11 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     table = state._call_table()
     i = table[1].get(call_id)
     call = None if i is None else table[0][i]
-    auth = authorize_found(state, call_id, call)
-    if type(auth) is Authorized:
-        assert call is not None and i is not None  # authorize_found found it
+    auth = grant_to_start(state, call_id, call)
+    if type(auth) is Grant:
+        assert call is not None and i is not None  # grant_to_start found it
         return _replace_call(state, i, with_status(call, _RUNNING),
-                             {"_used": state._used.append(auth.grant)}, table)
+                             {"_used": state._used.append(auth)}, table)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
