@@ -614,6 +614,9 @@ def _outcome(value: str | ReadError) -> ToolOutcome:
 
 
 def _summary_id(value: str) -> str:
+    if (type(value) is str and 0 < len(value) <= ECHO_MAX_CODE_POINTS and value.isascii()
+            and value.isprintable()):
+        return value  # `sanitize`'s own first case, without its frame and tuple
     return sanitize(value, ECHO_MAX_CODE_POINTS)[0]
 
 

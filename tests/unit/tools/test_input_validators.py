@@ -80,3 +80,16 @@ def test_known_cases(value: str) -> None:
     assert _outcome(_severity, value) == _outcome(_plain_severity, value)
     assert _outcome(_enum_exact(StrideCategory), value) == _outcome(
         lambda v: _plain_enum_exact(StrideCategory, v), value)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(st.text(max_size=100) | st.text(alphabet=st.characters(max_codepoint=127), max_size=100)
+       | st.text(max_size=12).map(_Text))
+def test_summary_values_are_sanitized_text(text: str) -> None:
+    """The summaries' printable-ASCII shortcut returns what `sanitize` returns."""
+    from stockade.tools.graph_tools import SUMMARY_FIELD_MAX, _t
+    from stockade.tools.read_tools import ECHO_MAX_CODE_POINTS, _summary_id
+    from stockade.tools.untrusted import sanitize
+
+    assert _t(text) == sanitize(text, SUMMARY_FIELD_MAX)[0]
+    assert _summary_id(text) == sanitize(text, ECHO_MAX_CODE_POINTS)[0]
