@@ -206,6 +206,13 @@ def authorize_start(state: TurnState, call_id: str) -> Authorized | Refused:
 
 def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> Authorized | Refused:
     """`authorize_start` for a caller that already looked up `call` (`state.call(call_id)`)."""
+    found = grant_to_start(state, call_id, call)
+    return found if isinstance(found, Refused) else _authorized(found)
+
+
+def grant_to_start(state: TurnState, call_id: str, call: CallRecord | None) -> Grant | Refused:
+    """`authorize_found`'s answer, with the grant itself for `Authorized(grant)` (the reducer,
+    which only needs the grant, makes no `Authorized` per started call)."""
     if call is None:
         return _REFUSED[Violation.NO_GRANT]
     tool_name, digest = call.tool_name, call.input_digest
@@ -224,9 +231,11 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
             return _REFUSED[Violation.DIGEST_MISMATCH]
         if g.iteration != iteration:
             return _REFUSED[Violation.FOREIGN_ITERATION]
-        if call.status != "approved" or g in state._used:  # `state.grant_used(g)`
+        used = state._used
+        at = used._first.get(g)  # `state.grant_used(g)`, without the log's frame
+        if call.status != "approved" or (at is not None and at < used._n):
             return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
-        return _authorized(g)
+        return g
     bound = [g for g in named if g.tool_name == tool_name and g.input_digest == digest]
     if not bound:
         return _REFUSED[Violation.DIGEST_MISMATCH]
@@ -238,7 +247,7 @@ def authorize_found(state: TurnState, call_id: str, call: CallRecord | None) -> 
         return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
     for g in current:
         if not state.grant_used(g):
-            return _authorized(g)
+            return g
     return _REFUSED[Violation.GRANT_ALREADY_CONSUMED]
 
 

@@ -27,15 +27,15 @@ from collections.abc import Callable
 from typing import Any
 
 from stockade.loop.authorization import (
-    Authorized,
     DenialReason,
     DenialRecord,
+    Grant,
     Refused,
     Violation,
-    authorize_found,
     auto_grant_read_only,
     grant_for_batch,
     grant_for_call,
+    grant_to_start,
     is_denied,
 )
 from stockade.loop.commands import (
@@ -425,7 +425,9 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
     else:
         open_ids = tuple(o for o in opened if o[0] != call_id) if opened else ()
     seen_turn = state._seen_turn
-    if call_id in seen_turn or call_id in state._seen:  # `state.has_seen_call(call_id)`
+    seen_at = seen_turn._first.get(call_id)  # `call_id in seen_turn`, without its frame
+    if (seen_at is not None and seen_at < seen_turn._n) or call_id in state._seen:
+        # (that is `state.has_seen_call(call_id)`)
         # The first record (and any grant) stays bound to the first input.
         state = _evolve(state, {"_blocks": state._blocks or (), "_open": open_ids})
         return _violation(
@@ -453,8 +455,8 @@ def _open_call(
     """Create the record for a call whose tool_call block `changes` puts in the draft."""
     iteration = state.iteration
     table = state._call_table()
-    tool = state.tool_set.get(name)
-    if tool is None:
+    facts = state.tool_set.facts(name)
+    if facts is None:
         text = UNKNOWN_TOOL_TEXT.format(name=name)
         record = new_call(
             call_id, name, "", text, _MUTATE, False, iteration, _FAILED,
@@ -465,8 +467,12 @@ def _open_call(
         )
         return _append_call(state, record, changes, table)
 
-    effect, destructive = tool.effect, tool.destructive
-    in_iteration = len(calls_of_iteration(table[0], table[2], iteration))
+    tool, effect, destructive = facts
+    calls, _, tail = table
+    if tail is not None and calls and calls[-1].iteration == iteration:
+        in_iteration = len(calls) - tail  # `len(calls_of_iteration(...))` without the slice
+    else:
+        in_iteration = len(calls_of_iteration(calls, tail, iteration))
     limits, budget = state.limits, state.budget
     if (
         in_iteration >= limits.max_tool_calls_per_iteration
@@ -767,11 +773,11 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     table = state._call_table()
     i = table[1].get(call_id)
     call = None if i is None else table[0][i]
-    auth = authorize_found(state, call_id, call)
-    if type(auth) is Authorized:
-        assert call is not None and i is not None  # authorize_found found it
+    auth = grant_to_start(state, call_id, call)
+    if type(auth) is Grant:
+        assert call is not None and i is not None  # grant_to_start found it
         return _replace_call(state, i, with_status(call, _RUNNING),
-                             {"_used": state._used.append(auth.grant)}, table)
+                             {"_used": state._used.append(auth)}, table)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."

@@ -80,7 +80,7 @@ class ToolSet:
     Equality is by the ordered tool names, which is what a parked snapshot stores.
     """
 
-    __slots__ = ("_specs", "_tools")
+    __slots__ = ("_facts", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         table: dict[str, Tool] = {}
@@ -89,6 +89,11 @@ class ToolSet:
                 raise ValueError(f"Duplicate tool name {tool.name!r} in a tool set.")
             table[tool.name] = tool
         self._tools = table
+        # Each tool with its static effect and destructive flag, read once (reducer use:
+        # opening a call reads both, through two property frames, for every call).
+        self._facts: dict[str, tuple[Tool, ToolEffect, bool]] = {
+            name: (tool, tool.effect, tool.destructive) for name, tool in table.items()
+        }
         self._specs: tuple[ToolSpec, ...] | None = None
 
     @classmethod
@@ -104,6 +109,12 @@ class ToolSet:
         if type(name) is not str:
             return None
         return self._tools.get(name)
+
+    def facts(self, name: str) -> tuple[Tool, ToolEffect, bool] | None:
+        """`(tool, tool.effect, tool.destructive)` for `get(name)`, or None."""
+        if type(name) is not str:
+            return None
+        return self._facts.get(name)
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)

@@ -75,27 +75,43 @@ MAX_LISTED_REFERRERS = 100
 # Typed inputs
 
 
+_SEVERITY_BY_VALUE: dict[str, Severity] = {m.value: m for m in Severity}
+"""`Severity(text)` for lowercase text, as a dict lookup (calling the enum runs two Python
+frames per validated severity)."""
+
+
 def _severity(value: Any) -> Any:
     # Models write `High` or `CRITICAL` as often as `high`; accept any case, store lowercase.
     if isinstance(value, str) and not isinstance(value, Severity):
-        try:
-            return Severity(value.lower())
-        except ValueError:
-            raise ValueError("must be critical, high, medium, low, or info") from None
+        # `str.lower` returns an exact str, which the enum would look up just like this.
+        member = _SEVERITY_BY_VALUE.get(value.lower())
+        if member is None:
+            raise ValueError("must be critical, high, medium, low, or info")
+        return member
     return value
 
 
 def _enum_exact(enum: type[StrideCategory] | type[MitigationStatus]) -> Callable[[Any], Any]:
+    by_value: dict[str, Any] = {m.value: m for m in enum}
+
     def convert(value: Any) -> Any:
         if isinstance(value, str) and not isinstance(value, enum):
-            try:
-                return enum(value)
-            except ValueError:
+            # An exact str is looked up as `enum(value)` would; anything else goes through it.
+            member = by_value.get(value) if type(value) is str else _member_or_none(enum, value)
+            if member is None:
                 choices = ", ".join(f'"{m.value}"' for m in enum)
-                raise ValueError(f"must be one of {choices}") from None
+                raise ValueError(f"must be one of {choices}")
+            return member
         return value
 
     return convert
+
+
+def _member_or_none(enum: type[StrideCategory] | type[MitigationStatus], value: str) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        return None
 
 
 SeverityInput = Annotated[
@@ -423,7 +439,7 @@ def _merge(entity: Any, changes: dict[str, Any], clearable: frozenset[str]) -> d
 
 
 def _changed_fields(updates: StrictInput) -> str:
-    return ", ".join(updates.given())
+    return ", ".join(updates.given_names())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,11 +123,14 @@ class DeleteThreatInput(StrictInput):
 
 def _t(value: str) -> str:
     """A model-supplied value in a summary: one line, no controls, capped."""
+    if (type(value) is str and 0 < len(value) <= SUMMARY_FIELD_MAX and value.isascii()
+            and value.isprintable()):
+        return value  # `sanitize`'s own first case, without its frame and tuple
     return sanitize(value, SUMMARY_FIELD_MAX)[0]
 
 
 def _fields(updates: StrictInput) -> str:
-    return ", ".join(updates.given())
+    return ", ".join(updates.given_names())
 
 
 def _cascade_suffix(cascade: bool) -> str:

@@ -105,12 +105,15 @@ class PageStop(StrEnum):
 # Inputs
 
 
+_SEVERITY_BY_VALUE: dict[str, Severity] = {m.value: m for m in Severity}
+
+
 def _severity_filter(value: Any) -> Any:
     if isinstance(value, str):
-        try:
-            return Severity(value.lower()).value
-        except ValueError:
-            raise ValueError("must be critical, high, medium, low, or info") from None
+        member = _SEVERITY_BY_VALUE.get(value.lower())  # `Severity(value.lower())`
+        if member is None:
+            raise ValueError("must be critical, high, medium, low, or info")
+        return member.value
     return value
 
 
@@ -611,6 +614,9 @@ def _outcome(value: str | ReadError) -> ToolOutcome:
 
 
 def _summary_id(value: str) -> str:
+    if (type(value) is str and 0 < len(value) <= ECHO_MAX_CODE_POINTS and value.isascii()
+            and value.isprintable()):
+        return value  # `sanitize`'s own first case, without its frame and tuple
     return sanitize(value, ECHO_MAX_CODE_POINTS)[0]
 
 

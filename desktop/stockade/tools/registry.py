@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import copy
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
@@ -38,8 +40,8 @@ class DefinedTool(Generic[InputT]):
     input, so raw model JSON never reaches `execute`.
     """
 
-    __slots__ = ("_description", "_destructive", "_dump", "_effect", "_execute", "_input_model",
-                 "_name", "_schema", "_summarize", "_validate")
+    __slots__ = ("_coroutine_execute", "_description", "_destructive", "_dump", "_effect",
+                 "_execute", "_input_model", "_name", "_schema", "_summarize", "_validate")
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class DefinedTool(Generic[InputT]):
         self._destructive = bool(destructive)
         self._summarize = summarize
         self._execute = execute
+        self._coroutine_execute = inspect.iscoroutinefunction(execute)
         # The model's own validator and serializer, bound once: `prepare` calls them directly.
         self._validate = input_model.__pydantic_validator__.validate_python
         self._dump = input_model.__pydantic_serializer__.to_python
@@ -127,9 +130,13 @@ class DefinedTool(Generic[InputT]):
         # `value.canonical()` through the bound serializer, with the same options.
         canonical = self._dump(value, mode="json", by_alias=True, exclude_none=True)
         execute = self._execute
-
-        async def run(ctx: ToolContext) -> ToolOutcome:
-            return await execute(value, ctx)
+        if self._coroutine_execute:
+            # `run(ctx)` is then `execute(value, ctx)`'s coroutine itself: the same awaitable
+            # as the wrapper below, without a closure and its cells per prepared call.
+            run: Callable[[ToolContext], Awaitable[ToolOutcome]] = partial(execute, value)
+        else:
+            async def run(ctx: ToolContext) -> ToolOutcome:
+                return await execute(value, ctx)
 
         return new_prepared_call(
             self._name,

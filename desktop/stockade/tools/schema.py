@@ -46,6 +46,12 @@ class StrictInput(BaseModel):
             self, mode="json", by_alias=True, exclude_unset=True
         )
 
+    def given_names(self) -> list[str]:
+        """The keys of `given()` (wire names of the supplied fields, in declaration order),
+        read from the fields set instead of a serializer pass (one per update summary)."""
+        wire = _wire_names(type(self))
+        return [wire[name][1] for name in sorted(self.__pydantic_fields_set__, key=wire.__getitem__)]
+
     def canonical(self) -> dict[str, Any]:
         """The validated input as digested: given fields plus non-null defaults.
 
@@ -57,6 +63,20 @@ class StrictInput(BaseModel):
         return self.__pydantic_serializer__.to_python(
             self, mode="json", by_alias=True, exclude_none=True
         )
+
+
+def _wire_names(model: type[StrictInput]) -> dict[str, tuple[int, str]]:
+    """Each of `model`'s fields: its declaration position and wire name (built once)."""
+    names = _WIRE_NAMES.get(model)
+    if names is None:
+        names = _WIRE_NAMES[model] = {
+            name: (position, info.serialization_alias or info.alias or name)
+            for position, (name, info) in enumerate(model.model_fields.items())
+        }
+    return names
+
+
+_WIRE_NAMES: dict[type[StrictInput], dict[str, tuple[int, str]]] = {}
 
 
 InputT = TypeVar("InputT", bound=StrictInput)

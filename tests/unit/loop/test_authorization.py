@@ -17,6 +17,7 @@ from stockade.loop.authorization import (
     auto_grant_read_only,
     grant_for_batch,
     grant_for_call,
+    grant_to_start,
     is_denied,
 )
 from stockade.loop.state import CallRecord, CallStatus, ToolSet, TurnPhase, TurnState
@@ -241,4 +242,7 @@ def test_authorize_start_decides_as_the_plain_definition(
         denials=tuple(DenialRecord(t, d) for t, d in denials),
     )
     call_id = calls[pick % len(calls)][0] if pick < 3 else "z"
-    assert authorize_start(state, call_id) == _plain_authorize(state, call_id)
+    plain = _plain_authorize(state, call_id)
+    assert authorize_start(state, call_id) == plain
+    found = grant_to_start(state, call_id, state.call(call_id))  # the reducer's form
+    assert (found if isinstance(found, Refused) else Authorized(found)) == plain

@@ -173,6 +173,30 @@ def test_prepared_call_input_is_what_run_uses() -> None:
     assert prepared.tool_name == "t" and prepared.summary == "abc" and prepared.input == {"id": "abc"}
 
 
+def test_run_awaits_the_body_whether_or_not_it_is_a_coroutine_function() -> None:
+    """An `async def` body's coroutine is `run(ctx)` itself; any other body returning an
+    awaitable is awaited by a wrapper. Both run the body with the prepared input, once, only
+    when awaited."""
+    seen: list[Any] = []
+
+    async def body(value: ThingInput, ctx: ToolContext) -> ToolOutcome:
+        seen.append(value.id)
+        return ToolOk(value.id)
+
+    def returns_awaitable(value: ThingInput, ctx: ToolContext) -> Any:
+        return body(value, ctx)
+
+    for execute in (body, returns_awaitable):
+        tool = define_tool("t", "d", ThingInput, ToolEffect.MUTATE, False, lambda v: v.id, execute)
+        prepared = tool.prepare({"id": "abc"})
+        assert isinstance(prepared, PreparedCall)
+        pending = prepared.run(ToolContext(document=make_doc()))
+        assert seen == []
+        assert asyncio.run(pending) == ToolOk("abc")  # type: ignore[arg-type]
+        assert seen == ["abc"]
+        seen.clear()
+
+
 def test_specs_match_the_registered_tools_exactly() -> None:
     registry = default_registry()
     specs = registry.specs()

@@ -6,12 +6,14 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from stockade.tools.read_tools import GetEntityInput
 from stockade.tools.registry import ToolRegistry
-from stockade.tools.schema import forbidden_key_issues, json_schema, parse_input
+from stockade.tools.schema import StrictInput, forbidden_key_issues, json_schema, parse_input
+from tests.conftest import examples
 from tests.unit.tools.conftest import issues_of, prepare_ok
 
 
@@ -243,3 +245,74 @@ def test_dumps_are_model_dumps(tool_name: str, keep: list[bool]) -> None:
     for field in value.__dict__.values():
         if hasattr(field, "given"):
             assert field.given() == field.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _input_models() -> list[type[StrictInput]]:
+    import stockade.tools.graph_tools
+    import stockade.tools.read_tools  # noqa: F401  (their input models subclass StrictInput)
+
+    found: list[type[StrictInput]] = []
+    todo = list(StrictInput.__subclasses__())
+    while todo:
+        model = todo.pop()
+        found.append(model)
+        todo.extend(model.__subclasses__())
+    return sorted(found, key=lambda m: m.__qualname__)
+
+
+_CANDIDATES: list[Any] = [
+    "low", "Spoofing", "mitigated", "x", ["a"], True, 1, 0.5, {"x": 1.0, "y": 2.0},
+    {"width": 1.0, "height": 2.0}, {"status": "mitigated", "description": "d"},
+    {"type": "process", "name": "n"}, {"from": "a", "to": "b"}, {"name": "n"},
+    {"title": "t", "category": "Spoofing", "severity": "low", "description": "d"},
+]
+
+
+def _valid_values(model: type[StrictInput]) -> dict[str, tuple[str, Any]] | None:
+    """A value each field of `model` accepts (field name -> wire name and value), or None when
+    a required field accepts none of the candidates."""
+
+    def refuses(raw: dict[str, Any], wire: str) -> bool:
+        try:
+            model.model_validate(raw)
+        except ValidationError as exc:
+            return any(e["loc"][:1] == (wire,) or not e["loc"] for e in exc.errors())
+        return False
+
+    values: dict[str, tuple[str, Any]] = {}
+    fields = sorted(model.model_fields.items(), key=lambda item: not item[1].is_required())
+    for name, info in fields:
+        wire = info.alias or name
+        base = {w: v for w, v in values.values()}
+        literal = getattr(info.annotation, "__args__", ())
+        pool = [literal[0]] if "Literal" in str(info.annotation) else _CANDIDATES
+        for candidate in pool:
+            if not refuses({**base, wire: candidate}, wire):
+                values[name] = (wire, candidate)
+                break
+        else:
+            if info.is_required():
+                return None
+    return values
+
+
+_MODELS = [(m, v) for m in _input_models() if (v := _valid_values(m)) is not None]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.sampled_from(_MODELS), st.data())
+def test_given_names_are_the_keys_of_given(model_values: Any, data: Any) -> None:
+    """`given_names()` (read from the fields set) lists exactly `given()`'s keys, in order,
+    whatever order the input named them in."""
+    model, values = model_values
+    required = [n for n, info in model.model_fields.items() if info.is_required()]
+    optional = [n for n in values if n not in required]
+    chosen = required + data.draw(st.lists(st.sampled_from(optional), unique=True)
+                                  if optional else st.just([]))
+    order = data.draw(st.permutations(chosen))
+    raw = {values[n][0]: values[n][1] for n in order}
+    try:
+        value = model.model_validate(raw)
+    except ValidationError:
+        return  # e.g. an update naming no field
+    assert value.given_names() == list(value.given())
