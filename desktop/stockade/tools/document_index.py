@@ -12,10 +12,11 @@ positions of the entities holding it), and the `text` filter's lower-cased hayst
 table is built when a read needs it, so a call pays only for what it reads:
 
 - The first lookup of an id, or of the entities holding a reference, in a section is one
-  C-level scan, nothing kept: of the id or reference column that validating the document
-  read (`stockade.thf.columns`, kept for a document just read or just committed), else of
-  the entities themselves. So a document just opened, or a section just edited, answers its
-  first read without building anything.
+  C-level pass, nothing kept: a `str.find` over the joined text of the id or reference
+  column that validating the document read (`stockade.thf.columns`, kept for a document
+  just read or just committed), else a scan of that column, else of the entities
+  themselves. So a document just opened, or a section just edited, answers its first read
+  without building anything.
 - From the second lookup on, that field's table is built (id → position, or the reverse
   map), and every later lookup costs only its matches.
 
@@ -39,7 +40,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from stockade.protocol.secret_scan import may_be_redacted, redacted
-from stockade.thf.columns import columns_of
+from stockade.thf.columns import KeptColumns, kept_columns
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
 CACHED_SECTIONS = 4 * len(SECTION_NAMES)
@@ -160,16 +161,18 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_may_redact", "_plain", "_positions", "_reverse", "_scans", "_shown",
-                 "_text", "_text_starts", "kind", "length", "section")
+    __slots__ = ("_columns", "_kept", "_may_redact", "_plain", "_positions", "_reverse", "_scans",
+                 "_shown", "_text", "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
         self.section = section
         self.length = len(section)
-        # Columns the document's validation already read (`thf.columns`): a scan of one is a
-        # pass over a compact list instead of over the entities.
-        self._columns: dict[str, list[Any]] = dict(columns_of(section) or {})
+        # Columns the document's validation already read (`thf.columns`): a first lookup is a
+        # `find` over one's joined text, or a scan of the list, instead of a pass over the
+        # entities.
+        self._kept: KeptColumns | None = kept_columns(section)
+        self._columns: dict[str, list[Any]] = {} if self._kept is None else dict(self._kept.columns)
         self._positions: dict[str, int] | None = None
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
@@ -202,6 +205,10 @@ class SectionIndex:
         positions = self._positions
         if positions is None:
             if self._scan_first("id"):
+                kept = self._kept
+                found = None if kept is None else kept.positions("id", entity_id, first=True)
+                if found is not None:
+                    return found[0] if found else -1
                 known = self._columns.get("id")
                 if known is not None:
                     try:
@@ -226,6 +233,11 @@ class SectionIndex:
         table = self._reverse.get(field)
         if table is None:
             if self._scan_first(field):
+                kept = self._kept
+                if kept is not None and field not in _LIST_FIELDS:
+                    joined = kept.positions(field, value)
+                    if joined is not None:
+                        return joined
                 known = self._columns.get(field)
                 if known is not None and field not in _LIST_FIELDS:
                     return _positions_of(known, value)
