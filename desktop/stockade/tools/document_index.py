@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import accumulate, compress, count, islice, repeat
-from operator import add, attrgetter, contains, eq, is_not, itemgetter
+from operator import add, attrgetter, contains, eq, is_, is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -281,6 +281,20 @@ class SectionIndex:
                         at.append(i)
         self._reverse[field] = table
         return table
+
+    def being(self, field: str, member: Any, among: Sequence[int] | None = None) -> list[int]:
+        """Ascending positions (of all, or of the ascending `among`) whose `field` is `member`
+        itself: for an enum field, whose value is `member`'s (members are singletons).
+
+        Over the whole section this is one C-level pass over the field's column (built on the
+        first such filter and kept, as every column is); over a few candidates it reads them."""
+        if among is None:
+            return list(compress(count(), map(is_, self.column(field), repeat(member))))
+        column = self._columns.get(field)
+        if column is None:
+            section = self.section
+            return [i for i in among if getattr(section[i], field) is member]
+        return [i for i in among if column[i] is member]
 
     def ids_holding(self, field: str, value: str) -> list[str]:
         """Ids of the entities whose `field` is (or, for a list field, holds) `value`, in

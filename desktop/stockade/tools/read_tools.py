@@ -510,8 +510,8 @@ def _plain(value: str) -> bool:
 
 
 def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:
-    """Positions passing the `text` and `references` filters (from the section's tables), or
-    None if neither is given."""
+    """Positions passing the `text`, `references`, `severity` and `category` filters (from the
+    section's tables and columns), or None if none is given."""
     index = section_index(document, kind)
     positions: list[int] | None = None
     if query.references is not None:
@@ -520,11 +520,17 @@ def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) ->
         # Only what the model is shown matches: a secret is `[redacted-secret]` in every
         # result, so a guess at it must not be confirmed by a match count either.
         positions = index.text_matches(query.text.lower(), positions)
+    # A threat's severity and category are members of their enums (validated fields), so
+    # "its value is the filter's" is "it is the filter's member".
+    if query.severity is not None:
+        positions = index.being("severity", Severity(query.severity), positions)
+    if query.category is not None:
+        positions = index.being("category", StrideCategory(query.category), positions)
     return positions
 
 
 def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
-    """The filters other than `text` and `references`, which read the entity itself."""
+    """The filters other than `_candidates`', which read the entity itself."""
     checks: list[Callable[[Any], bool]] = []
     # Exact filters on text fields compare what the model is shown: a secret-shaped value is
     # never matched by its value (the scan runs only on values that already matched).
@@ -540,12 +546,6 @@ def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
     if query.authenticated is not None:
         authenticated = query.authenticated
         checks.append(lambda e: e.authenticated is authenticated)
-    if query.severity is not None:
-        severity = query.severity
-        checks.append(lambda e: e.severity.value == severity)
-    if query.category is not None:
-        category = query.category
-        checks.append(lambda e: e.category.value == category)
     if query.mitigation_status is not None:
         status = query.mitigation_status
         checks.append(lambda e: _mitigation_status(e) == status)
