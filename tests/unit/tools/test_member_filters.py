@@ -1,5 +1,6 @@
-"""`search_entities`' severity and category filters, answered from the threats' columns, against
-their plain per-entity definition (`the threat's value is the filter's`)."""
+"""What the read tools answer from the threats' columns against its plain per-threat definition:
+`search_entities`' severity and category filters (the threat's value is the filter's) and
+`get_document_summary`'s counts by severity, category and mitigation status."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stockade.thf.model import Severity, StrideCategory, ThreatModel
+from stockade.thf.model import MitigationStatus, Severity, StrideCategory, ThreatModel
 from stockade.tools.document_index import clear_cache, section_index
 from stockade.tools.read_tools import MAX_PAGE_LIMIT
 from stockade.tools.registry import default_registry
@@ -25,9 +26,12 @@ _CATEGORIES = [c.value for c in StrideCategory]
 def documents(draw: Any) -> ThreatModel:
     threats = []
     for i in range(draw(st.integers(0, 12))):
-        target = draw(st.sampled_from([{"element": "a"}, {"element": "b"}, {"flow": "f"}, {}]))
+        extra: dict[str, Any] = draw(st.sampled_from([{"element": "a"}, {"element": "b"}, {"flow": "f"}, {}]))
+        status = draw(st.none() | st.sampled_from([m.value for m in MitigationStatus]))
+        if status is not None:
+            extra = {**extra, "mitigation": {"status": status, "description": "d"}}
         threats.append(threat(f"t{i}", severity=draw(st.sampled_from(_SEVERITIES)),
-                              category=draw(st.sampled_from(_CATEGORIES)), **target))
+                              category=draw(st.sampled_from(_CATEGORIES)), **extra))
     return make_doc(elements=[el("a"), el("b")], data_flows=[flow("f", "a", "b")], threats=threats)
 
 
@@ -84,3 +88,24 @@ def test_being_over_candidates_reads_the_same_as_over_the_column(
         everywhere = [i for i, t in enumerate(document.threats) if t.severity.value == member.value]
         assert index.being("severity", member) == everywhere
         assert index.being("severity", member, among) == [i for i in among if i in everywhere]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=documents(), fresh=st.booleans())
+def test_summary_counts_match_the_per_threat_definition(document: ThreatModel, fresh: bool) -> None:
+    if fresh:
+        clear_cache()
+    outcome = call(REGISTRY, "get_document_summary", {}, document)
+    assert isinstance(outcome, ToolOk), outcome
+    body = json.loads(outcome.result.split("\n")[1])
+    threats = document.threats
+    assert body["threats_by_severity"] == [
+        {"severity": s, "count": sum(t.severity.value == s for t in threats)} for s in _SEVERITIES
+    ]
+    assert body["threats_by_category"] == [
+        {"category": c, "count": sum(t.category.value == c for t in threats)} for c in _CATEGORIES
+    ]
+    statuses = [t.mitigation.status.value if t.mitigation is not None else "none" for t in threats]
+    assert body["threats_by_mitigation_status"] == [
+        {"status": m, "count": statuses.count(m)} for m in [*(m.value for m in MitigationStatus), "none"]
+    ]
