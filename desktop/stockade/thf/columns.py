@@ -69,8 +69,7 @@ class KeptColumns:
     def __init__(self, columns: SectionColumns) -> None:
         self.columns = columns
         self._joined = {field: _joined(column) for field, column in columns.items()}
-        # Whether no value of a joined column holds the separator itself (None: not checked
-        # yet). Checked at the column's first lookup, so a read pays only for the join.
+        # Whether no value of a joined column holds the separator itself (absent: not checked).
         self._clean: dict[str, bool] = {}
 
     def positions(self, field: str, value: Any, first: bool = False) -> list[int] | None:
@@ -82,11 +81,7 @@ class KeptColumns:
         if joined is None or type(value) is not str or not value or SEPARATOR in value:
             return None
         clean = self._clean.get(field)
-        if clean is None:
-            # n values and no separator inside any of them: exactly n + 1 separators.
-            clean = joined.count(SEPARATOR) == len(self.columns[field]) + 1
-            self._clean[field] = clean
-        if not clean:
+        if clean is False:
             return None
         # A value between two separators is the needle's text only where the value is
         # `value` (no value holds a separator, None is "" and `value` is not). The position
@@ -101,11 +96,19 @@ class KeptColumns:
         at = find(needle)
         while at >= 0:
             position += count(SEPARATOR, counted, at)
+            counted = at
             found.append(position)
             if first:
                 break
-            counted = at
             at = find(needle, at + step)
+        if clean is None:
+            # n values and no separator inside any of them: exactly n + 1 separators, those
+            # counted up to the last hit and the rest. Checked once, at the column's first
+            # lookup, so a read pays only for the join.
+            clean = position + count(SEPARATOR, counted) == len(self.columns[field]) + 1
+            self._clean[field] = clean
+            if not clean:
+                return None
         return found
 
 
