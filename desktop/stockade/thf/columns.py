@@ -6,12 +6,14 @@ read by the assistant's tools, whose first lookups would otherwise make those sa
 again over the entities; so the columns are kept here, keyed by the section list they were
 read from, for `stockade.tools.document_index` to start from.
 
-Each column of single ids is also kept joined into one string, "\\x00" before, between and
-after its values (None as ""), so a first lookup is a C-level `str.find` over contiguous text
-from hit to hit rather than a comparison per value: the values of a freshly read document lie
-scattered over its heap, and touching each one costs far more than its compare. Joining
-touches them once while the read has them; `positions` answers only when that is exactly
-what a scan of the column would answer, and None (scan instead) otherwise.
+A document just read also keeps each column of single ids joined into one string, "\\x00"
+before, between and after its values (None as ""), so a first lookup is a C-level `str.find`
+over contiguous text from hit to hit rather than a comparison per value: the values of a
+freshly read document lie scattered over its heap, and touching each one costs far more than
+its compare. Joining touches each value once more, 1-2% of the read; a commit does not
+join the sections it changed (it would pay that on every edit), only carries over the
+joined texts of those it left alone. `positions` answers only when that is exactly what a
+scan of the column would answer, and None (scan instead) otherwise.
 
 A section list is never mutated (every edit makes a new list), so its columns stay true as
 long as it lives. Nothing here keeps a document alive: an entry holds a weak reference to
@@ -66,11 +68,16 @@ class KeptColumns:
 
     __slots__ = ("_clean", "_joined", "columns")
 
-    def __init__(self, columns: SectionColumns) -> None:
+    def __init__(self, columns: SectionColumns, join: bool) -> None:
         self.columns = columns
-        self._joined = {field: _joined(column) for field, column in columns.items()}
+        self._joined = {field: _joined(column) for field, column in columns.items()} if join else {}
         # Whether no value of a joined column holds the separator itself (absent: not checked).
         self._clean: dict[str, bool] = {}
+
+    @property
+    def joined(self) -> bool:
+        """Whether the columns were joined (kept for a document just read)."""
+        return bool(self._joined)
 
     def positions(self, field: str, value: Any, first: bool = False) -> list[int] | None:
         """Ascending positions where `field`'s column holds exactly `value` (only the first
@@ -122,15 +129,16 @@ def _live(entry: tuple[weakref.ref[Any], str, int, KeptColumns], entities: Seque
     return document is not None and getattr(document, section) is entities and length == len(entities)
 
 
-def remember(document: Any, section: str, columns: SectionColumns) -> None:
-    """Keep `columns`, computed from `document`'s `section` list as it is now."""
+def remember(document: Any, section: str, columns: SectionColumns, join: bool = False) -> None:
+    """Keep `columns`, computed from `document`'s `section` list as it is now, joined too when
+    `join` (or when they were for an earlier document holding the same list)."""
     entities = getattr(document, section)
     key = id(entities)
     with _lock:
         earlier = _kept.get(key)
         kept = earlier[3] if earlier is not None and _live(earlier, entities) else None
-    if kept is None:
-        kept = KeptColumns(columns)  # joined outside the lock: it takes a pass over the values
+    if kept is None or (join and not kept.joined):
+        kept = KeptColumns(columns, join)  # outside the lock: joining is a pass over the values
     with _lock:
         for stale in [k for k, entry in _kept.items() if entry[0]() is None]:
             del _kept[stale]

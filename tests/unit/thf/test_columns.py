@@ -20,6 +20,7 @@ def test_a_read_keeps_each_sections_id_and_reference_columns() -> None:
         entities = getattr(model, section)
         kept = kept_columns(entities)
         assert kept is not None, section
+        assert kept.joined, section  # a read joins them for the first lookups
         assert set(kept.columns) == {"id", *REFERENCE_FIELDS.get(section, ())}
         for field, column in kept.columns.items():
             assert column == [getattr(e, field) for e in entities], (section, field)
@@ -33,8 +34,11 @@ def test_only_the_very_list_that_was_validated_has_columns() -> None:
     validate_references(edited)  # what every AI commit runs
     kept = kept_columns(edited.threats)
     assert kept is not None and kept.columns["id"] == [t.id for t in edited.threats]
+    assert not kept.joined  # a commit does not pay for joining the sections it changed
     # The sections the edit left alone carry their columns (and joined texts) over as they were.
     assert kept_columns(edited.elements) is kept_columns(model.elements)
+    carried = kept_columns(edited.elements)
+    assert carried is not None and carried.joined
 
 
 def test_a_document_that_fails_validation_keeps_nothing() -> None:

@@ -43,7 +43,7 @@ def _answerable(column: list[Any], value: Any) -> bool:
 @example(column=["", None, ""], data=None)
 @example(column=[f"a{SEPARATOR}b", "b"], data=None)
 def test_positions_are_exactly_the_scans(column: list[Any], data: Any) -> None:
-    kept = KeptColumns({"field": column})
+    kept = KeptColumns({"field": column}, join=True)
     values = [*column, "a", "b", "", SEPARATOR, f"{SEPARATOR}a", "İ", "zz", None, 1]
     if data is not None:
         values.append(data.draw(_ANYTHING))
@@ -63,7 +63,7 @@ def test_positions_are_exactly_the_scans(column: list[Any], data: Any) -> None:
 
 def test_long_columns_count_positions_across_many_hits() -> None:
     column: list[Any] = [("x" if i % 7 else "hit") if i % 11 else None for i in range(5000)]
-    kept = KeptColumns({"to": column})
+    kept = KeptColumns({"to": column}, join=True)
     assert kept.positions("to", "hit") == _scanned(column, "hit")
     assert kept.positions("to", "x", first=True) == [1]
     assert kept.positions("to", "missing") == []
@@ -84,13 +84,14 @@ class _Flow:
 
 @settings(max_examples=200, deadline=None)
 @given(ids=st.lists(_TEXTS, min_size=1, max_size=10), targets=st.lists(_STR_OR_NONE, min_size=1, max_size=10),
-       needle=_TEXTS)
+       needle=_TEXTS, join=st.booleans())
 def test_a_section_index_answers_first_lookups_from_the_joined_text_as_a_scan_would(
-    ids: list[str], targets: list[Any], needle: str
+    ids: list[str], targets: list[Any], needle: str, join: bool
 ) -> None:
+    """Joined (a read) or not (a commit's new section): the same answers as a scan."""
     flows = [_Flow(i, t) for i, t in zip(ids, targets, strict=False)]
     document = _Document(flows)
-    remember(document, "data_flows", {"id": [f.id for f in flows], "to": [f.to for f in flows]})
+    remember(document, "data_flows", {"id": [f.id for f in flows], "to": [f.to for f in flows]}, join=join)
     assert kept_columns(flows) is not None
     for value in {needle, *ids, *(t for t in targets if t is not None)}:
         # A fresh index per lookup: each is a section's first, answered without a table.
