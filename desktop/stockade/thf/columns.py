@@ -11,18 +11,16 @@ before, between and after its values (None as ""), so a first lookup is a C-leve
 over contiguous text from hit to hit rather than a comparison per value: the values of a
 freshly read document lie scattered over its heap, and touching each one costs far more than
 its compare. Joining touches each value once more, 1-2% of the read; a commit does not
-join the sections it changed (it would pay that on every edit), only carries over the
-joined texts of those it left alone. `positions` answers only when that is exactly what a
+join the sections it changed (it would pay that on every edit), and the sections it left
+alone, the same lists as before, carry their joined texts over to the new document. `positions` answers only when that is exactly what a
 scan of the column would answer, and None (scan instead) otherwise.
 
 A section list is never mutated (every edit makes a new list), so its columns stay true as
 long as it lives. Nothing here keeps a document alive: an entry holds a weak reference to
 the document it was validated with and counts only while that document lives and still
 holds the list (so the list's id cannot have been reused), with the list's length checked
-too. A section a commit left alone is the same list as before, so its kept columns carry
-over to the new document without joining again. Entries of freed documents are dropped at
-the next `remember`; at most `KEPT_SECTIONS` are kept (the current document's and the
-previous one's).
+too. Entries of freed documents are dropped at the next `remember`; at most `KEPT_SECTIONS`
+are kept (the current document's and the previous one's).
 """
 
 from __future__ import annotations

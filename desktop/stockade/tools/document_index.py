@@ -12,11 +12,11 @@ positions of the entities holding it), and the `text` filter's lower-cased hayst
 table is built when a read needs it, so a call pays only for what it reads:
 
 - The first lookup of an id, or of the entities holding a reference, in a section is one
-  C-level pass, nothing kept: a `str.find` over the joined text of the id or reference
-  column that validating the document read (`stockade.thf.columns`, kept for a document
-  just read or just committed), else a scan of that column, else of the entities
-  themselves. So a document just opened, or a section just edited, answers its first read
-  without building anything.
+  C-level pass, nothing kept, over the id or reference column that validating the document
+  read (`stockade.thf.columns`): a `str.find` over its joined text for a document just read
+  (and the sections later commits left alone), a scan of the column for a section a commit
+  changed, else a scan of the entities themselves. So a document just opened, or a section
+  just edited, answers its first read without building anything.
 - From the second lookup on, that field's table is built (id → position, or the reverse
   map), and every later lookup costs only its matches.
 
