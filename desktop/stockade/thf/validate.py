@@ -62,12 +62,14 @@ if TYPE_CHECKING:
 _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 
 
-def validate_references(model: ThreatModel) -> None:
+def validate_references(model: ThreatModel, *, join_columns: bool = False) -> None:
     """Raise the first duplicate id, dangling reference or group cycle, in the order above.
 
     Runs on every AI commit, so the common case (a valid document) is decided in C-level
     passes over each section's id and reference columns; only when something is wrong does
-    the ordered scan run to find the first problem in the documented order.
+    the ordered scan run to find the first problem in the documented order. A valid
+    document's columns are kept for the read tools (`thf.columns`), joined too when
+    `join_columns` (a read; a commit would pay that pass on every edit).
     """
     columns = reference_columns(
         {section: getattr(model, section) for section in SECTION_NAMES}, attrgetter
@@ -80,7 +82,7 @@ def validate_references(model: ThreatModel) -> None:
         raise ThfError.circular_group_nesting(cycle)
     # The read tools' first lookups start from these columns (see `thf.columns`).
     for section, section_columns in columns.items():
-        remember_columns(model, section, section_columns)
+        remember_columns(model, section, section_columns, join=join_columns)
 
 
 REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -297,7 +299,7 @@ def validate_document(data: Any) -> ThreatModel:
     except ValidationError as exc:
         raise _field_error(exc, data) from None
     _check_unknown_fields(model)
-    validate_references(model)
+    validate_references(model, join_columns=True)
     return model
 
 

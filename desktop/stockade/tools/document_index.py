@@ -12,10 +12,11 @@ positions of the entities holding it), and the `text` filter's lower-cased hayst
 table is built when a read needs it, so a call pays only for what it reads:
 
 - The first lookup of an id, or of the entities holding a reference, in a section is one
-  C-level scan, nothing kept: of the id or reference column that validating the document
-  read (`stockade.thf.columns`, kept for a document just read or just committed), else of
-  the entities themselves. So a document just opened, or a section just edited, answers its
-  first read without building anything.
+  C-level pass, nothing kept, over the id or reference column that validating the document
+  read (`stockade.thf.columns`): a `str.find` over its joined text for a document just read
+  (and the sections later commits left alone), a scan of the column for a section a commit
+  changed, else a scan of the entities themselves. So a document just opened, or a section
+  just edited, answers its first read without building anything.
 - From the second lookup on, that field's table is built (id → position, or the reverse
   map), and every later lookup costs only its matches.
 
@@ -33,13 +34,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import accumulate, compress, count, islice, repeat
-from operator import add, attrgetter, contains, eq, is_not, itemgetter
+from operator import add, attrgetter, contains, eq, is_, is_not, itemgetter
 from typing import Any
 
 from pydantic import BaseModel
 
 from stockade.protocol.secret_scan import may_be_redacted, redacted
-from stockade.thf.columns import columns_of
+from stockade.thf.columns import KeptColumns, kept_columns
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
 CACHED_SECTIONS = 4 * len(SECTION_NAMES)
@@ -160,16 +161,18 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_may_redact", "_plain", "_positions", "_reverse", "_scans", "_shown",
-                 "_text", "_text_starts", "kind", "length", "section")
+    __slots__ = ("_columns", "_kept", "_may_redact", "_plain", "_positions", "_reverse", "_scans",
+                 "_shown", "_text", "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
         self.section = section
         self.length = len(section)
-        # Columns the document's validation already read (`thf.columns`): a scan of one is a
-        # pass over a compact list instead of over the entities.
-        self._columns: dict[str, list[Any]] = dict(columns_of(section) or {})
+        # Columns the document's validation already read (`thf.columns`): a first lookup is a
+        # `find` over one's joined text, or a scan of the list, instead of a pass over the
+        # entities.
+        self._kept: KeptColumns | None = kept_columns(section)
+        self._columns: dict[str, list[Any]] = {} if self._kept is None else dict(self._kept.columns)
         self._positions: dict[str, int] | None = None
         self._reverse: dict[str, dict[Any, int | list[int]]] = {}
         self._scans: dict[str, int] = {}
@@ -202,6 +205,10 @@ class SectionIndex:
         positions = self._positions
         if positions is None:
             if self._scan_first("id"):
+                kept = self._kept
+                found = None if kept is None else kept.positions("id", entity_id, first=True)
+                if found is not None:
+                    return found[0] if found else -1
                 known = self._columns.get("id")
                 if known is not None:
                     try:
@@ -226,6 +233,11 @@ class SectionIndex:
         table = self._reverse.get(field)
         if table is None:
             if self._scan_first(field):
+                kept = self._kept
+                if kept is not None and field not in _LIST_FIELDS:
+                    joined = kept.positions(field, value)
+                    if joined is not None:
+                        return joined
                 known = self._columns.get(field)
                 if known is not None and field not in _LIST_FIELDS:
                     return _positions_of(known, value)
@@ -269,6 +281,20 @@ class SectionIndex:
                         at.append(i)
         self._reverse[field] = table
         return table
+
+    def being(self, field: str, member: Any, among: Sequence[int] | None = None) -> list[int]:
+        """Ascending positions (of all, or of the ascending `among`) whose `field` is `member`
+        itself: for an enum field, whose value is `member`'s (members are singletons).
+
+        Over the whole section this is one C-level pass over the field's column (built on the
+        first such filter and kept, as every column is); over a few candidates it reads them."""
+        if among is None:
+            return list(compress(count(), map(is_, self.column(field), repeat(member))))
+        column = self._columns.get(field)
+        if column is None:
+            section = self.section
+            return [i for i in among if getattr(section[i], field) is member]
+        return [i for i in among if column[i] is member]
 
     def ids_holding(self, field: str, value: str) -> list[str]:
         """Ids of the entities whose `field` is (or, for a list field, holds) `value`, in

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, is_not
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field
@@ -435,12 +436,10 @@ def paginate(
 # ---------------------------------------------------------------------------------------------
 # The tools' bodies (pure functions of the document or catalog)
 
-_SEVERITY_OF = attrgetter("severity")
-_CATEGORY_OF = attrgetter("category")
-_MITIGATION_OF = attrgetter("mitigation")
+_STATUS_OF = attrgetter("status")
+_IS_GIVEN = partial(is_not, None)
 _SEVERITY_ORDER = tuple(s.value for s in Severity)
 _CATEGORY_ORDER = tuple(c.value for c in StrideCategory)
-_STATUS_ORDER = (*(m.value for m in MitigationStatus), NO_MITIGATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,17 +453,19 @@ class ReadError:
 def document_summary(document: ThreatModel) -> dict[str, Any]:
     """Payload of `get_document_summary`."""
     meta = document.metadata
-    threats = document.threats
-    # Counting through C-level getters keeps a 50,000-threat summary to one cheap pass each.
-    # Severities are normalized to lowercase on read, so `High` in a file counts as high.
-    severities = Counter(map(_SEVERITY_OF, threats))
-    categories = Counter(map(_CATEGORY_OF, threats))
-    statuses = Counter(
-        NO_MITIGATION if m is None else m.status.value for m in map(_MITIGATION_OF, threats)
-    )
+    # Counted over the threats' columns (one C-level pass each, kept with the section's other
+    # tables for the next call), never a Python step per threat. Severities are normalized to
+    # lowercase on read, so `High` in a file counts as high.
+    threats = section_index(document, "threats")
+    severities = Counter(threats.column("severity"))
+    categories = Counter(threats.column("category"))
+    mitigations = threats.column("mitigation")
+    given = list(filter(_IS_GIVEN, mitigations))
+    statuses = Counter(map(_STATUS_OF, given))
     by_severity = {s: severities[Severity(s)] for s in _SEVERITY_ORDER}
     by_category = {c: categories[StrideCategory(c)] for c in _CATEGORY_ORDER}
-    by_status = {m: statuses[m] for m in _STATUS_ORDER}
+    by_status = {m.value: statuses[m] for m in MitigationStatus}
+    by_status[NO_MITIGATION] = len(mitigations) - len(given)
     p = _Projector()
     return {
         "version": p.s(document.version),
@@ -510,8 +511,8 @@ def _plain(value: str) -> bool:
 
 
 def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:
-    """Positions passing the `text` and `references` filters (from the section's tables), or
-    None if neither is given."""
+    """Positions passing the `text`, `references`, `severity` and `category` filters (from the
+    section's tables and columns), or None if none is given."""
     index = section_index(document, kind)
     positions: list[int] | None = None
     if query.references is not None:
@@ -520,11 +521,17 @@ def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) ->
         # Only what the model is shown matches: a secret is `[redacted-secret]` in every
         # result, so a guess at it must not be confirmed by a match count either.
         positions = index.text_matches(query.text.lower(), positions)
+    # A threat's severity and category are members of their enums (validated fields), so
+    # "its value is the filter's" is "it is the filter's member".
+    if query.severity is not None:
+        positions = index.being("severity", Severity(query.severity), positions)
+    if query.category is not None:
+        positions = index.being("category", StrideCategory(query.category), positions)
     return positions
 
 
 def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
-    """The filters other than `text` and `references`, which read the entity itself."""
+    """The filters other than `_candidates`', which read the entity itself."""
     checks: list[Callable[[Any], bool]] = []
     # Exact filters on text fields compare what the model is shown: a secret-shaped value is
     # never matched by its value (the scan runs only on values that already matched).
@@ -540,12 +547,6 @@ def _matcher(query: SearchEntitiesInput) -> Callable[[Any], bool] | None:
     if query.authenticated is not None:
         authenticated = query.authenticated
         checks.append(lambda e: e.authenticated is authenticated)
-    if query.severity is not None:
-        severity = query.severity
-        checks.append(lambda e: e.severity.value == severity)
-    if query.category is not None:
-        category = query.category
-        checks.append(lambda e: e.category.value == category)
     if query.mitigation_status is not None:
         status = query.mitigation_status
         checks.append(lambda e: _mitigation_status(e) == status)

@@ -8,7 +8,7 @@ import weakref
 import pytest
 
 from stockade.thf import ThfError, read_text, validate_references
-from stockade.thf.columns import KEPT_SECTIONS, columns_of, forget_all
+from stockade.thf.columns import KEPT_SECTIONS, forget_all, kept_columns
 from stockade.thf.model import SECTION_NAMES
 from stockade.thf.validate import REFERENCE_FIELDS
 from tests.unit.thf.support import fixture_bytes
@@ -18,22 +18,27 @@ def test_a_read_keeps_each_sections_id_and_reference_columns() -> None:
     model = read_text(fixture_bytes("v1.0-canonical-full.thf"))
     for section in SECTION_NAMES:
         entities = getattr(model, section)
-        kept = columns_of(entities)
+        kept = kept_columns(entities)
         assert kept is not None, section
-        assert set(kept) == {"id", *REFERENCE_FIELDS.get(section, ())}
-        for field, column in kept.items():
+        assert kept.joined, section  # a read joins them for the first lookups
+        assert set(kept.columns) == {"id", *REFERENCE_FIELDS.get(section, ())}
+        for field, column in kept.columns.items():
             assert column == [getattr(e, field) for e in entities], (section, field)
 
 
 def test_only_the_very_list_that_was_validated_has_columns() -> None:
     model = read_text(fixture_bytes("v1.0-canonical-full.thf"))
-    assert columns_of(list(model.elements)) is None
+    assert kept_columns(list(model.elements)) is None
     edited = model.model_copy(update={"threats": list(model.threats[1:])})
-    assert columns_of(edited.threats) is None
+    assert kept_columns(edited.threats) is None
     validate_references(edited)  # what every AI commit runs
-    kept = columns_of(edited.threats)
-    assert kept is not None and kept["id"] == [t.id for t in edited.threats]
-    assert columns_of(edited.elements) is columns_of(model.elements)
+    kept = kept_columns(edited.threats)
+    assert kept is not None and kept.columns["id"] == [t.id for t in edited.threats]
+    assert not kept.joined  # a commit does not pay for joining the sections it changed
+    # The sections the edit left alone carry their columns (and joined texts) over as they were.
+    assert kept_columns(edited.elements) is kept_columns(model.elements)
+    carried = kept_columns(edited.elements)
+    assert carried is not None and carried.joined
 
 
 def test_a_document_that_fails_validation_keeps_nothing() -> None:
@@ -45,7 +50,7 @@ def test_a_document_that_fails_validation_keeps_nothing() -> None:
     ]})
     with pytest.raises(ThfError):
         validate_references(broken)
-    assert all(columns_of(getattr(broken, s)) is None for s in SECTION_NAMES)
+    assert all(kept_columns(getattr(broken, s)) is None for s in SECTION_NAMES)
 
 
 def test_at_most_the_bound_of_sections_is_kept() -> None:
@@ -54,8 +59,8 @@ def test_at_most_the_bound_of_sections_is_kept() -> None:
     first = read_text(fixture_bytes("v1.0-canonical-full.thf"))
     later = [read_text(fixture_bytes("v1.0-canonical-full.thf")) for _ in range(3)]
     assert len(columns._kept) <= KEPT_SECTIONS
-    assert columns_of(first.elements) is None
-    assert columns_of(later[-1].elements) is not None
+    assert kept_columns(first.elements) is None
+    assert kept_columns(later[-1].elements) is not None
 
 
 def test_kept_columns_never_keep_a_document_alive() -> None:
