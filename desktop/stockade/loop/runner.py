@@ -608,11 +608,10 @@ class TurnRunner:
 
     async def _record(self, kind: StepKind, payload: dict[str, Any],
                       confidential: tuple[str, ...] = ()) -> bool:
-        """Report one step before it proceeds; a failing hook stops a live turn."""
+        """Report one step before it proceeds; a failing hook stops a live turn (a cancellation
+        is not an `Exception`: it propagates)."""
         try:
             await self._hooks.record(TurnStep(kind, payload, confidential))
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             self._stop_for(exc)
             return False
@@ -946,12 +945,17 @@ class TurnRunner:
             "iteration": call.iteration,
             "status": _PLAIN[call.status],
         }
-        if not await self._record(_TOOL_PROPOSED, payload):
-            return
-        if call.status is _APPROVED:
-            await self._record(
-                _TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO)
-            )
+        # The steps of every call are recorded here rather than through `_record` (the same
+        # handling without its coroutine for each of the turn's most frequent steps).
+        record = self._hooks.record
+        try:
+            await record(TurnStep(_TOOL_PROPOSED, payload))
+            if call.status is _APPROVED:
+                await record(
+                    TurnStep(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
+                )
+        except Exception as exc:
+            self._stop_for(exc)
 
     async def _execute(self, call: CallRecord) -> None:
         # `call` is the current state's record (drive found it there just now).
@@ -962,7 +966,10 @@ class TurnRunner:
                 "input_digest": call.input_digest,
                 "iteration": call.iteration,
             }
-            if not await self._record(_TOOL_STARTED, payload):
+            try:
+                await self._hooks.record(TurnStep(_TOOL_STARTED, payload))
+            except Exception as exc:  # as `_record` (see `_record_proposal`)
+                self._stop_for(exc)
                 return
             if self._state.phase is not _EXECUTING:
                 return
@@ -1037,7 +1044,10 @@ class TurnRunner:
             "ok": isinstance(final, ToolOk),
             "result_digest": _text_digest(final.result),
         }
-        if not await self._record(_TOOL_RESULT, payload):
+        try:
+            await self._hooks.record(TurnStep(_TOOL_RESULT, payload))
+        except Exception as exc:  # as `_record` (see `_record_proposal`)
+            self._stop_for(exc)
             return
         self._dispatch(CallSettled(call.id, final))
 
