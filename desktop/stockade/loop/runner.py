@@ -536,12 +536,18 @@ class TurnRunner:
         if new is not self._state:
             self._state = new
             if self._on_state is not None:
-                try:
-                    self._on_state(new)
-                except Exception:
-                    # An observer's bug must not leave the turn half-driven.
-                    logger.warning("a turn state observer raised", exc_info=True)
+                self._notify(new)
         return new
+
+    def _notify(self, new: TurnState) -> None:
+        observer = self._on_state
+        if observer is None:
+            return
+        try:
+            observer(new)
+        except Exception:
+            # An observer's bug must not leave the turn half-driven.
+            logger.warning("a turn state observer raised", exc_info=True)
 
     def _model_info(self) -> Any:
         # The runner's provider and model are fixed, and the model list is read once a process.
@@ -877,10 +883,16 @@ class TurnRunner:
         try:
             async for event in stream:
                 if type(event) in _CONTENT_EVENTS:
-                    # Most of a stream: no error, usage, completed call or end to look at.
+                    # Most of a stream: no error, usage, completed call or end to look at;
+                    # dispatched as `_dispatch` does, without its frame for each event.
                     tally.started = produced = True
-                    dispatch(event)
-                    if self._state.phase not in _STREAM_PHASES:
+                    state = self._state
+                    new = reduce_turn(state, event)
+                    if new is not state:
+                        self._state = new
+                        if self._on_state is not None:
+                            self._notify(new)
+                    if new.phase not in _STREAM_PHASES:
                         break
                     continue
                 if isinstance(event, ToolCallComplete):
