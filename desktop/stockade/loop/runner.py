@@ -536,12 +536,18 @@ class TurnRunner:
         if new is not self._state:
             self._state = new
             if self._on_state is not None:
-                try:
-                    self._on_state(new)
-                except Exception:
-                    # An observer's bug must not leave the turn half-driven.
-                    logger.warning("a turn state observer raised", exc_info=True)
+                self._notify(new)
         return new
+
+    def _notify(self, new: TurnState) -> None:
+        observer = self._on_state
+        if observer is None:
+            return
+        try:
+            observer(new)
+        except Exception:
+            # An observer's bug must not leave the turn half-driven.
+            logger.warning("a turn state observer raised", exc_info=True)
 
     def _model_info(self) -> Any:
         # The runner's provider and model are fixed, and the model list is read once a process.
@@ -563,10 +569,11 @@ class TurnRunner:
         return total
 
     def _estimate_tokens(self, message: Message) -> int:
-        # Every request budgets the whole conversation again; its messages are immutable.
+        # Every request budgets the whole conversation again; its messages are immutable. A
+        # screened input's JSON is the one its request digest encodes (encoded once for both).
         kept = self._token_estimates.get(id(message))
         if kept is None or kept[0] is not message:
-            kept = (message, estimate_tokens(message))
+            kept = (message, estimate_tokens(message, self._request_digests.plain_json))
             self._token_estimates[id(message)] = kept
         return kept[1]
 
@@ -607,11 +614,10 @@ class TurnRunner:
 
     async def _record(self, kind: StepKind, payload: dict[str, Any],
                       confidential: tuple[str, ...] = ()) -> bool:
-        """Report one step before it proceeds; a failing hook stops a live turn."""
+        """Report one step before it proceeds; a failing hook stops a live turn (a cancellation
+        is not an `Exception`: it propagates)."""
         try:
             await self._hooks.record(TurnStep(kind, payload, confidential))
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             self._stop_for(exc)
             return False
@@ -877,10 +883,16 @@ class TurnRunner:
         try:
             async for event in stream:
                 if type(event) in _CONTENT_EVENTS:
-                    # Most of a stream: no error, usage, completed call or end to look at.
+                    # Most of a stream: no error, usage, completed call or end to look at;
+                    # dispatched as `_dispatch` does, without its frame for each event.
                     tally.started = produced = True
-                    dispatch(event)
-                    if self._state.phase not in _STREAM_PHASES:
+                    state = self._state
+                    new = reduce_turn(state, event)
+                    if new is not state:
+                        self._state = new
+                        if self._on_state is not None:
+                            self._notify(new)
+                    if new.phase not in _STREAM_PHASES:
                         break
                     continue
                 if isinstance(event, ToolCallComplete):
@@ -945,12 +957,17 @@ class TurnRunner:
             "iteration": call.iteration,
             "status": _PLAIN[call.status],
         }
-        if not await self._record(_TOOL_PROPOSED, payload):
-            return
-        if call.status is _APPROVED:
-            await self._record(
-                _TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO)
-            )
+        # The steps of every call are recorded here rather than through `_record` (the same
+        # handling without its coroutine for each of the turn's most frequent steps).
+        record = self._hooks.record
+        try:
+            await record(TurnStep(_TOOL_PROPOSED, payload))
+            if call.status is _APPROVED:
+                await record(
+                    TurnStep(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
+                )
+        except Exception as exc:
+            self._stop_for(exc)
 
     async def _execute(self, call: CallRecord) -> None:
         # `call` is the current state's record (drive found it there just now).
@@ -961,7 +978,10 @@ class TurnRunner:
                 "input_digest": call.input_digest,
                 "iteration": call.iteration,
             }
-            if not await self._record(_TOOL_STARTED, payload):
+            try:
+                await self._hooks.record(TurnStep(_TOOL_STARTED, payload))
+            except Exception as exc:  # as `_record` (see `_record_proposal`)
+                self._stop_for(exc)
                 return
             if self._state.phase is not _EXECUTING:
                 return
@@ -1036,7 +1056,10 @@ class TurnRunner:
             "ok": isinstance(final, ToolOk),
             "result_digest": _text_digest(final.result),
         }
-        if not await self._record(_TOOL_RESULT, payload):
+        try:
+            await self._hooks.record(TurnStep(_TOOL_RESULT, payload))
+        except Exception as exc:  # as `_record` (see `_record_proposal`)
+            self._stop_for(exc)
             return
         self._dispatch(CallSettled(call.id, final))
 
@@ -1122,8 +1145,6 @@ _SORTED_JSON = None if _make_c_encoder is None else _make_c_encoder(
 )
 
 
-_NOT_NOTED = object()
-
 
 class _RequestDigests:
     """`digest` of each request's audit form `{provider, model, system, messages, tools,
@@ -1139,14 +1160,18 @@ class _RequestDigests:
     (printed as integers; plainly encoded, each prints with `.0`). A message whose fields are
     exact strings and booleans and whose tool inputs are ones the runner found plain (exact
     JSON types, string keys: `note_plain`) has no such keys: its plain encoding, when that
-    holds no `.0` at all, is its canonical JSON (property test against `canonical_json`).
+    holds no `.0` at all, is its canonical JSON (property test against `canonical_json`). That
+    encoding is spelled around each input's own plain JSON, which is encoded once and also
+    gives the input's length to the token estimate (`plain_json`): a sorted encoding has the
+    same characters as the unsorted one `estimate_tokens` measures.
     """
 
     def __init__(self) -> None:
         # Canonical JSON per message, by identity (kept with the message so the id stays its).
         self._message_json: dict[int, tuple[Message, str]] = {}
-        # Tool inputs `plainly_bounded` cleared, by identity (kept, as above).
-        self._plain_inputs: dict[int, Any] = {}
+        # Tool inputs `plainly_bounded` cleared, by identity (kept, as above), with their plain
+        # sorted JSON once encoded (None until then).
+        self._plain_inputs: dict[int, tuple[Any, str | None]] = {}
         self._head = ""
         self._hashed: list[Message] = []
         self._hasher: Any = None
@@ -1155,7 +1180,19 @@ class _RequestDigests:
 
     def note_plain(self, value: Any) -> None:
         """`value` is a tool input `plainly_bounded` cleared."""
-        self._plain_inputs[id(value)] = value
+        self._plain_inputs[id(value)] = (value, None)
+
+    def plain_json(self, value: Any) -> str | None:
+        """The plain sorted JSON of a noted input (encoded once, for the request digest and the
+        token estimate alike), or None for an input that was not noted."""
+        kept = self._plain_inputs.get(id(value))
+        if kept is None or kept[0] is not value or _SORTED_JSON is None:
+            return None
+        text = kept[1]
+        if text is None:
+            text = "".join(_SORTED_JSON(value, 0))
+            self._plain_inputs[id(value)] = (value, text)
+        return text
 
     def message_json(self, message: Message) -> str:
         kept = self._message_json.get(id(message))
@@ -1165,33 +1202,43 @@ class _RequestDigests:
         return kept[1]
 
     def _encoded(self, message: Message) -> str:
-        value = message_to_json(message)
-        if _SORTED_JSON is not None and self._plain(message):
-            text = "".join(_SORTED_JSON(value, 0))
-            if ".0" not in text:
-                return text
-        return canonical_json(value)
+        text = self._plain_text(message)
+        if text is not None and ".0" not in text:
+            return text
+        return canonical_json(message_to_json(message))
 
-    def _plain(self, message: Message) -> bool:
-        if type(message.role) is not str:
-            return False
-        plain_inputs = self._plain_inputs
+    def _plain_text(self, message: Message) -> str | None:
+        """The message's plain sorted encoding, spelled block by block around its inputs'
+        kept JSON (each block's keys in sorted order, as the encoder would put them); None
+        unless every field is an exact string or boolean and every input was noted."""
+        role = message.role
+        if type(role) is not str:
+            return None
+        quote = _encode_string
+        parts: list[str] = []
         for block in message.content:
             if type(block) is ToolCallBlock:
-                value = block.input
-                if (plain_inputs.get(id(value), _NOT_NOTED) is not value
-                        or type(block.id) is not str or type(block.name) is not str):
-                    return False
+                call_id, name = block.id, block.name
+                value = self.plain_json(block.input)
+                if value is None or type(call_id) is not str or type(name) is not str:
+                    return None
+                parts.append(f'{{"id":{quote(call_id)},"input":{value},'
+                             f'"name":{quote(name)},"type":"tool_call"}}')
             elif type(block) is TextBlock:
-                if type(block.text) is not str:
-                    return False
+                text = block.text
+                if type(text) is not str:
+                    return None
+                parts.append(f'{{"text":{quote(text)},"type":"text"}}')
             elif type(block) is ToolResultBlock:
-                if (type(block.content) is not str or type(block.tool_call_id) is not str
-                        or type(block.is_error) is not bool):
-                    return False
+                content, call_id, is_error = block.content, block.tool_call_id, block.is_error
+                if type(content) is not str or type(call_id) is not str or type(is_error) is not bool:
+                    return None
+                parts.append(f'{{"content":{quote(content)},'
+                             f'"is_error":{"true" if is_error else "false"},'
+                             f'"tool_call_id":{quote(call_id)},"type":"tool_result"}}')
             else:
-                return False
-        return True
+                return None
+        return f'{{"content":[{",".join(parts)}],"role":{quote(role)}}}'
 
     def of(self, request: ChatRequest) -> str:
         head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]

@@ -43,14 +43,22 @@ def _input_chars(value: object) -> int:
         return 0  # an input that cannot be serialized is never sent either
 
 
-def estimate_tokens(message: Message) -> int:
-    """A cheap, deterministic token estimate: UTF-16 units / 4, rounded up, plus overhead."""
+def estimate_tokens(
+    message: Message, input_json: Callable[[object], str | None] | None = None
+) -> int:
+    """A cheap, deterministic token estimate: UTF-16 units / 4, rounded up, plus overhead.
+
+    `input_json` may give a tool input's compact JSON already encoded (in any key order: the
+    characters are the same), or None to have it dumped here.
+    """
     chars = 0
     for block in message.content:
         if isinstance(block, TextBlock):
             chars += utf16_len(block.text)
         elif isinstance(block, ToolCallBlock):
-            chars += utf16_len(block.name) + _input_chars(block.input)
+            known = None if input_json is None else input_json(block.input)
+            chars += utf16_len(block.name) + (
+                _input_chars(block.input) if known is None else utf16_len(known))
         elif isinstance(block, ToolResultBlock):
             chars += utf16_len(block.content)
     return math.ceil(chars / CHARS_PER_TOKEN) + PER_MESSAGE_OVERHEAD_TOKENS

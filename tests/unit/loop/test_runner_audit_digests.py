@@ -1,7 +1,8 @@
 """The runner's audit digests: each `model.request` step's `request_digest` is the plain
 canonical digest of exactly the request sent, though the runner keeps each message's JSON
 between requests instead of rebuilding it, and encodes a message whose tool inputs it found
-plain without normalizing it first."""
+plain without normalizing it first (spelled around each input's JSON, which the token estimate
+then measures instead of dumping the input again)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from stockade.loop.history import DocumentSession
 from stockade.loop.hooks import RequestPermit, StepKind
 from stockade.loop.runner import TurnRunner, _RequestDigests, _screened, _text_digest
+from stockade.protocol.budget import estimate_tokens
 from stockade.protocol.events import ToolCallComplete
 from stockade.protocol.messages import (
     Message,
@@ -187,6 +189,28 @@ def test_a_message_encodes_to_its_canonical_json_whether_or_not_its_inputs_were_
             if isinstance(block, ToolCallBlock) and plainly_bounded(block.input):
                 digests.note_plain(block.input)
     assert _encoded_or_error(digests, message) == _canonical_or_error(message)
+
+
+def _estimate_or_error(message: Message, digests: _RequestDigests | None) -> Any:
+    try:
+        return estimate_tokens(message, None if digests is None else digests.plain_json)
+    except (AttributeError, TypeError, ValueError, RecursionError) as exc:  # a wrong field
+        return type(exc)
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.one_of(_messages, _plain_messages), st.booleans(), st.booleans())
+def test_a_messages_token_estimate_is_the_same_from_its_screened_inputs_kept_json(
+    message: Message, screened: bool, digested_first: bool
+) -> None:
+    digests = _RequestDigests()
+    if screened:
+        for block in message.content:
+            if isinstance(block, ToolCallBlock) and plainly_bounded(block.input):
+                digests.note_plain(block.input)
+    if digested_first:
+        _encoded_or_error(digests, message)
+    assert _estimate_or_error(message, digests) == _estimate_or_error(message, None)
 
 
 _ids = st.one_of(st.text(max_size=6), st.sampled_from(["c" * 128, "c" * 129, "é" * 129]),
