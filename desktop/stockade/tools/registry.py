@@ -11,9 +11,10 @@ from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from stockade.protocol.request import ToolSpec
-from stockade.thf.canonical import json_ready_digest
+from stockade.thf.canonical import canonical_bytes_digest, json_ready_digest
 from stockade.tools.runtime import (
     PrepareFailed,
     PrepareResult,
@@ -26,7 +27,13 @@ from stockade.tools.runtime import (
     plainly_bounded,
     refusal_of,
 )
-from stockade.tools.schema import InputT, json_schema, parse_input, validation_issues
+from stockade.tools.schema import (
+    InputT,
+    json_schema,
+    parse_input,
+    sorted_json_plan,
+    validation_issues,
+)
 
 
 def _read_and_destructive(name: str) -> ValueError:
@@ -41,7 +48,8 @@ class DefinedTool(Generic[InputT]):
     """
 
     __slots__ = ("_coroutine_execute", "_description", "_destructive", "_dump", "_effect",
-                 "_execute", "_input_model", "_name", "_schema", "_summarize", "_validate")
+                 "_execute", "_input_model", "_name", "_plan", "_schema", "_summarize",
+                 "_to_json", "_validate")
 
     def __init__(
         self,
@@ -67,6 +75,10 @@ class DefinedTool(Generic[InputT]):
         # The model's own validator and serializer, bound once: `prepare` calls them directly.
         self._validate = input_model.__pydantic_validator__.validate_python
         self._dump = input_model.__pydantic_serializer__.to_python
+        self._to_json = input_model.__pydantic_serializer__.to_json
+        # The validator that makes values whose JSON is canonical already (None: the model's
+        # schema holds something that plan does not cover; its values are digested the plain way).
+        self._plan = sorted_json_plan(input_model)
         self._schema = json_schema(input_model)  # fails at definition time, not at request time
 
     def __setattr__(self, key: str, value: Any) -> None:
@@ -112,13 +124,22 @@ class DefinedTool(Generic[InputT]):
         refusal = refusal_of(raw)
         if refusal is not None:
             return PrepareFailed(issues=(refusal,))
+        plan = self._plan
         if type(raw) is dict and plainly_bounded(raw, screen_keys=True):
             # One walk cleared the bound check and the key walk; what is left of `parse` is the
             # model's validator (called directly: `validate_input` without its type check).
             try:
-                value: InputT = self._validate(raw)
+                value: InputT = (self._validate if plan is None else plan.validate)(raw)
             except ValidationError as exc:
-                return PrepareFailed(issues=tuple(validation_issues(exc)))
+                if plan is None:
+                    return PrepareFailed(issues=tuple(validation_issues(exc)))
+                # The issues in the order the model's own validator names them (the sorted one
+                # judges the same fields, one by one, in another order).
+                try:
+                    value = self._validate(raw)
+                except ValidationError as own:
+                    return PrepareFailed(issues=tuple(validation_issues(own)))
+                plan = None
         else:
             problem = input_problem(raw)
             if problem is not None:
@@ -127,8 +148,22 @@ class DefinedTool(Generic[InputT]):
             if isinstance(parsed, list):
                 return PrepareFailed(issues=tuple(parsed))
             value = parsed
-        # `value.canonical()` through the bound serializer, with the same options.
-        canonical = self._dump(value, mode="json", by_alias=True, exclude_none=True)
+            plan = None  # `parse` made a value in declaration order
+        text = None
+        if plan is not None and plan.plainly_printed(value):
+            try:
+                # Canonical JSON straight from the model's serializer (see `SortedJsonPlan`):
+                # `value.canonical()` and its sorted encoding in one call.
+                text = self._to_json(value, by_alias=True, exclude_none=True)
+            except PydanticSerializationError:
+                text = None  # digested below, which fails as it always did
+        if text is not None:
+            input_digest = canonical_bytes_digest(text)
+        else:
+            # `value.canonical()` through the bound serializer, with the same options.
+            input_digest = json_ready_digest(
+                self._dump(value, mode="json", by_alias=True, exclude_none=True)
+            )
         execute = self._execute
         if self._coroutine_execute:
             # `run(ctx)` is then `execute(value, ctx)`'s coroutine itself: the same awaitable
@@ -138,12 +173,9 @@ class DefinedTool(Generic[InputT]):
             async def run(ctx: ToolContext) -> ToolOutcome:
                 return await execute(value, ctx)
 
+        # The canonical input itself is dumped when first read (the loop reads the digest).
         return new_prepared_call(
-            self._name,
-            self._summarize(value),
-            json_ready_digest(canonical),  # a JSON-mode dump
-            canonical,
-            run,
+            self._name, self._summarize(value), input_digest, value, self._dump, run
         )
 
 
