@@ -11,11 +11,11 @@ from types import MappingProxyType
 from typing import Any, Generic, NoReturn
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from stockade.protocol.request import ToolSpec
 from stockade.thf.canonical import canonical_bytes_digest, json_ready_digest
 from stockade.tools.runtime import (
+    MAX_INPUT_BYTES,
     PrepareFailed,
     PrepareResult,
     Tool,
@@ -35,6 +35,9 @@ from stockade.tools.schema import (
     validation_issues,
 )
 
+_CHECKED_TEXT_MAX = MAX_INPUT_BYTES // 2
+"""Longest canonical text of an input `prepare` takes without the bound walk (see there)."""
+
 
 def _read_and_destructive(name: str) -> ValueError:
     return ValueError(f'Tool "{name}" cannot be both read-only and destructive.')
@@ -49,7 +52,7 @@ class DefinedTool(Generic[InputT]):
 
     __slots__ = ("_coroutine_execute", "_description", "_destructive", "_dump", "_effect",
                  "_execute", "_input_model", "_name", "_plan", "_schema", "_summarize",
-                 "_to_json", "_validate")
+                 "_validate")
 
     def __init__(
         self,
@@ -75,9 +78,8 @@ class DefinedTool(Generic[InputT]):
         # The model's own validator and serializer, bound once: `prepare` calls them directly.
         self._validate = input_model.__pydantic_validator__.validate_python
         self._dump = input_model.__pydantic_serializer__.to_python
-        self._to_json = input_model.__pydantic_serializer__.to_json
         # The validator that makes values whose JSON is canonical already (None: the model's
-        # schema holds something that plan does not cover; its values are digested the plain way).
+        # schema holds something the plan does not cover; its inputs all go the plain way).
         self._plan = sorted_json_plan(input_model)
         self._schema = json_schema(input_model)  # fails at definition time, not at request time
 
@@ -125,41 +127,34 @@ class DefinedTool(Generic[InputT]):
         if refusal is not None:
             return PrepareFailed(issues=(refusal,))
         plan = self._plan
-        if type(raw) is dict and plainly_bounded(raw, screen_keys=True):
-            # One walk cleared the bound check and the key walk; what is left of `parse` is the
-            # model's validator (called directly: `validate_input` without its type check).
-            try:
-                value: InputT = (self._validate if plan is None else plan.validate)(raw)
-            except ValidationError as exc:
-                if plan is None:
-                    return PrepareFailed(issues=tuple(validation_issues(exc)))
-                # The issues in the order the model's own validator names them (the sorted one
-                # judges the same fields, one by one, in another order).
+        checked = plan.canonical_text(raw) if plan is not None and type(raw) is dict else None
+        if checked is not None and len(checked[1]) <= _CHECKED_TEXT_MAX:
+            # Canonical JSON straight from the model's serializer (`SortedJsonPlan`). The input
+            # keeps every bound `input_problem` and the key walk check, without walking it: it
+            # validated (so its keys are the model's field names, none `__proto__`, its text
+            # holds no unpaired surrogate, its values are plain JSON without floats, its models
+            # plain dicts, its nesting the model's), and the walk's size of such an input is at
+            # most twice its canonical text's length (a key's quotes and colon, a string's
+            # quotes, a digit per int below 10, `true`, against the walk's 4, 0, 1 and 5).
+            value: InputT = checked[0]
+            input_digest = canonical_bytes_digest(checked[1])
+        else:
+            if type(raw) is dict and plainly_bounded(raw, screen_keys=True):
+                # One walk cleared the bound check and the key walk; what is left of `parse` is
+                # the model's validator (called directly: `validate_input` without its type
+                # check).
                 try:
                     value = self._validate(raw)
-                except ValidationError as own:
-                    return PrepareFailed(issues=tuple(validation_issues(own)))
-                plan = None
-        else:
-            problem = input_problem(raw)
-            if problem is not None:
-                return PrepareFailed(issues=(problem,))
-            parsed = self.parse(raw)
-            if isinstance(parsed, list):
-                return PrepareFailed(issues=tuple(parsed))
-            value = parsed
-            plan = None  # `parse` made a value in declaration order
-        text = None
-        if plan is not None and plan.plainly_printed(value):
-            try:
-                # Canonical JSON straight from the model's serializer (see `SortedJsonPlan`):
-                # `value.canonical()` and its sorted encoding in one call.
-                text = self._to_json(value, by_alias=True, exclude_none=True)
-            except PydanticSerializationError:
-                text = None  # digested below, which fails as it always did
-        if text is not None:
-            input_digest = canonical_bytes_digest(text)
-        else:
+                except ValidationError as exc:
+                    return PrepareFailed(issues=tuple(validation_issues(exc)))
+            else:
+                problem = input_problem(raw)
+                if problem is not None:
+                    return PrepareFailed(issues=(problem,))
+                parsed = self.parse(raw)
+                if isinstance(parsed, list):
+                    return PrepareFailed(issues=tuple(parsed))
+                value = parsed
             # `value.canonical()` through the bound serializer, with the same options.
             input_digest = json_ready_digest(
                 self._dump(value, mode="json", by_alias=True, exclude_none=True)

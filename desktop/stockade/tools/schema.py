@@ -7,7 +7,7 @@ from operator import attrgetter
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails, SchemaValidator
+from pydantic_core import ErrorDetails, PydanticSerializationError, SchemaValidator
 
 SCALAR_MAX_CODE_POINTS = 200
 """Longest id, name, type or other short string a tool accepts."""
@@ -103,37 +103,57 @@ class SortedJsonPlan:
     What pydantic would print otherwise than canonical JSON is floats (integral ones end in
     `.0`, exponents differ) and ints past `JSON_EXACT_INT` (canonical JSON refuses to print
     past Python's digit limit): `guarded` reads the fields that may hold them (a whole nested
-    model when it holds a float), and a value where one of them is set is digested the plain
-    way (`plainly_printed`).
+    model when it holds a float), and a value where one of them is set is left to the plain
+    way. So are nested models that were not given as plain dicts (`models`: their wire paths,
+    outer first; a model instance passes the validator as it is).
     """
 
-    __slots__ = ("guarded", "validate")
+    __slots__ = ("guarded", "models", "to_json", "validate")
 
     def __init__(self, validate: Callable[[Any], Any], guarded: Callable[[Any], Any] | None,
-                 ) -> None:
+                 models: tuple[tuple[str, ...], ...], to_json: Callable[..., bytes]) -> None:
         self.validate = validate
         self.guarded = guarded
+        self.models = models
+        self.to_json = to_json
 
-    def plainly_printed(self, value: Any) -> bool:
-        """True when `to_json(value)` is `canonical_json` of its JSON-mode dump."""
+    def canonical_text(self, raw: dict[str, Any]) -> tuple[Any, bytes] | None:
+        """The validated value and its canonical JSON bytes, or None when `raw` does not
+        validate or is not plainly printed so (see the class)."""
+        try:
+            value = self.validate(raw)
+        except ValidationError:
+            return None
+        for path in self.models:
+            node: Any = raw
+            for key in path:  # each outer path was found a dict (or absent) already
+                node = node.get(key)
+                if node is None:
+                    break
+            else:
+                if type(node) is not dict:
+                    return None
         guarded = self.guarded
-        if guarded is None:
-            return True
-        for item in guarded(value):
-            if item is not None and (type(item) is not int
-                                     or not -JSON_EXACT_INT < item < JSON_EXACT_INT):
-                return False
-        return True
+        if guarded is not None:
+            for item in guarded(value):
+                if item is not None and (type(item) is not int
+                                         or not -JSON_EXACT_INT < item < JSON_EXACT_INT):
+                    return None
+        try:
+            return value, self.to_json(value, by_alias=True, exclude_none=True)
+        except PydanticSerializationError:
+            return None  # text that cannot be UTF-8: the plain way names it
 
 
 def sorted_json_plan(model: type[StrictInput]) -> SortedJsonPlan | None:
     """The model's `SortedJsonPlan`, or None when its schema holds anything this does not
-    know to print canonically (unions, dicts, custom serializers, ...): such a model is
-    digested the plain way."""
+    know to print canonically (unions, dicts, custom serializers, a `__proto__` field, ...):
+    such a model's values go the plain way."""
     schema = model.__pydantic_core_schema__
     classes: list[type[BaseModel]] = []
     guarded: list[str] = []
-    sorted_schema = _sorted_model(schema, classes, guarded, "")
+    models: list[tuple[str, ...]] = []
+    sorted_schema = _sorted_model(schema, classes, guarded, models, "", ())
     if sorted_schema is None:
         return None
     # pydantic-core reuses a complete model class's own validator for a "model" schema naming
@@ -152,12 +172,20 @@ def sorted_json_plan(model: type[StrictInput]) -> SortedJsonPlan | None:
         getter = lambda value: (one(value),)  # noqa: E731  (attrgetter of one name gives no tuple)
     elif guarded:
         getter = attrgetter(*guarded)
-    return SortedJsonPlan(validator.validate_python, getter)
+    models.sort(key=len)
+    return SortedJsonPlan(validator.validate_python, getter, tuple(models),
+                          model.__pydantic_serializer__.to_json)
+
+
+_MAX_PLANNED_DEPTH = 8
+"""Nesting of models a plan covers (tool inputs nest two or three deep)."""
 
 
 def _sorted_model(node: Any, classes: list[type[BaseModel]], guarded: list[str],
-                  path: str) -> dict[str, Any] | None:
-    if not isinstance(node, dict) or node.get("type") != "model" or "serialization" in node:
+                  models: list[tuple[str, ...]], path: str,
+                  wires: tuple[str, ...]) -> dict[str, Any] | None:
+    if (not isinstance(node, dict) or node.get("type") != "model" or "serialization" in node
+            or len(wires) > _MAX_PLANNED_DEPTH):
         return None
     wrapped = node.get("schema")
     if not isinstance(wrapped, dict):
@@ -174,13 +202,16 @@ def _sorted_model(node: Any, classes: list[type[BaseModel]], guarded: list[str],
                 or "serialization" in field):
             return None
         wire = field.get("serialization_alias") or name
+        if wire != (field.get("validation_alias") or name) or wire == FORBIDDEN_KEY:
+            return None
         at = f"{path}.{name}" if path else name
         kind, leaf = _leaf(field["schema"])
         if kind == "model":
             # A nested model is sorted too; one that may hold a float or a long int is
             # guarded whole when it is optional (its fields are then read only when set).
             inner_guarded: list[str] = []
-            sorted_leaf = _sorted_model(leaf, classes, inner_guarded, at)
+            models.append((*wires, wire))
+            sorted_leaf = _sorted_model(leaf, classes, inner_guarded, models, at, (*wires, wire))
             if sorted_leaf is None:
                 return None
             if inner_guarded and _optional(field["schema"]):

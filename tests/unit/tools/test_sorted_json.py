@@ -3,6 +3,7 @@ definition: the model's own validator, `canonical()` and `thf.canonical.digest`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from stockade.thf.canonical import canonical_json, digest
+from stockade.thf.model import Severity
+from stockade.tools.actions import NewElement
 from stockade.tools.registry import DefinedTool, default_registry
 from stockade.tools.runtime import PrepareFailed, input_problem, refusal_of
 from stockade.tools.schema import sorted_json_plan
@@ -24,7 +27,12 @@ _TEXT = st.text(max_size=12) | st.sampled_from(
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
     [1.0, 0.5, 1e-7, 1e-5, 1e16, 1e22, 2.0**53, -0.0, 3.0, 0.25])
 _INTS = st.integers(-5, 300) | st.sampled_from([2**32, 2**53 - 1, 2**53, 10**30, -(2**60)])
-_ODD = st.none() | st.booleans() | _INTS | _FLOATS | _TEXT | st.lists(_TEXT, max_size=2)
+_ODD = st.none() | st.booleans() | _INTS | _FLOATS | _TEXT | st.lists(_TEXT, max_size=2) | (
+    st.sampled_from([("a",), b"a", {"a"}, 1j, OrderedDict(type="process", name="n"),
+                     NewElement(type="process", name="n"), Severity.HIGH,
+                     {"type": "process", "name": "n", "__proto__": {}}]))
+# Lists of long text: inputs near and past the walk's size bound.
+_LONG = st.integers(0, 100).map(lambda n: ["y" * 200] * n)
 
 
 def _value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -38,7 +46,7 @@ def _value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         good = _object(schema)
     elif kind == "array":
         good = st.lists(_value(schema.get("items", {})),
-                        max_size=min(schema.get("maxItems", 3), 3))
+                        max_size=min(schema.get("maxItems", 3), 3)) | _LONG
     elif kind == "string":
         good = _TEXT
     elif kind == "integer":
@@ -85,8 +93,8 @@ def test_every_tool_input_has_a_sorted_plan() -> None:
 @given(_INPUTS)
 def test_the_sorted_validator_is_the_models_validator_in_sorted_order(tool_raw: Any) -> None:
     """It accepts exactly what the model's own validator accepts, making equal values (same
-    classes, fields and fields set); their JSON is the canonical JSON of the plain dump
-    whenever `plainly_printed` says so."""
+    classes, fields and fields set); `canonical_text` gives the canonical JSON of the plain
+    dump, and gives it for every flat value that `to_json` prints canonically."""
     tool, raw = tool_raw
     model = tool.input_model
     plan = sorted_json_plan(model)
@@ -99,9 +107,13 @@ def test_the_sorted_validator_is_the_models_validator_in_sorted_order(tool_raw: 
         return
     value = plan.validate(raw)
     _same_value(value, own)
-    if plan.plainly_printed(value):
+    checked = plan.canonical_text(raw)
+    if checked is not None:
+        _same_value(checked[0], own)
+        assert checked[1] == canonical_json(own.canonical()).encode("utf-8")
+    if all(isinstance(v, (str, bool, int, list)) for v in own.canonical().values()):
         text = model.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=True)
-        assert text == canonical_json(own.canonical()).encode("utf-8")
+        assert (checked is not None) == (text == canonical_json(own.canonical()).encode())
 
 
 def _plain_prepare(tool: DefinedTool[Any], raw: Any) -> Any:
@@ -122,6 +134,9 @@ def _plain_prepare(tool: DefinedTool[Any], raw: Any) -> Any:
 @settings(max_examples=examples(1500), deadline=None)
 @given(_INPUTS)
 def test_prepare_answers_as_the_plain_definition(tool_raw: Any) -> None:
+    """The bound walk first, then the model's own validator, `canonical()` and `digest`: the
+    same issues, summary, digest and input (or the same failure), though an input whose
+    canonical text comes out of the sorted plan is never walked."""
     tool, raw = tool_raw
     expected = _plain_prepare(tool, raw)
     try:
@@ -153,3 +168,27 @@ def test_floats_and_long_ints_are_digested_the_plain_way() -> None:
         assert found.input == search and found.input_digest == digest(search)
     with pytest.raises(ValueError):
         tools["search_entities"].prepare({"kind": "threats", "offset": 10**5000})
+
+
+def test_large_inputs_are_walked_and_refused_as_before() -> None:
+    """Every text field at its cap passes the validator and fills more than the walk allows."""
+    tools = {t.name: t for t in _TOOLS}
+    long = ["y" * 200] * 100
+    updates: dict[str, Any] = {"technologies": long, "stores": long, "tags": long,
+                               "description": "d" * 4000}
+    for name in ("name", "type", "trust_zone", "subtype", "icon", "encryption", "layer",
+                 "group", "fill_color", "stroke_color", "font_weight"):
+        updates[name] = "z" * 200
+    refused = tools["update_element"].prepare({"action": "update_element", "id": "a",
+                                               "updates": updates})
+    assert refused == PrepareFailed(issues=("input: is larger than 64 KiB",))
+    kept = tools["update_element"].prepare({"action": "update_element", "id": "a",
+                                            "updates": {"technologies": long, "stores": long}})
+    assert not isinstance(kept, PrepareFailed)
+    assert kept.input_digest == digest(kept.input)
+
+
+def test_a_model_instance_in_the_input_is_refused_as_before() -> None:
+    tool = {t.name: t for t in _TOOLS}["add_element"]
+    refused = tool.prepare({"action": "add_element", "element": NewElement(type="p", name="n")})
+    assert refused == PrepareFailed(issues=("element: holds a value JSON cannot carry",))
