@@ -192,3 +192,55 @@ def test_a_model_instance_in_the_input_is_refused_as_before() -> None:
     tool = {t.name: t for t in _TOOLS}["add_element"]
     refused = tool.prepare({"action": "add_element", "element": NewElement(type="p", name="n")})
     assert refused == PrepareFailed(issues=("element: holds a value JSON cannot carry",))
+
+
+_EDITS: list[tuple[str, dict[str, Any]]] = [
+    ("add_element", {"action": "add_element", "element": {
+        "type": "process", "name": "Worker", "trust_zone": "internal", "description": "Jobs.",
+        "technologies": ["Python"], "position": {"x": 1.0, "y": 2.5}}}),
+    ("update_element", {"action": "update_element", "id": "a", "updates": {
+        "tags": ["t"], "name": "A2", "icon": "i", "stores": ["s"], "layer": ""}}),
+    ("add_data_flow", {"action": "add_data_flow", "data_flow": {
+        "to": "b", "from": "a", "protocol": "HTTPS", "encrypted": True, "data": ["d"],
+        "authenticated": True, "name": "n"}}),
+    ("update_data_flow", {"action": "update_data_flow", "id": "flow-1", "updates": {
+        "encrypted": False, "protocol": "gRPC", "target_handle": "h", "name": "n2"}}),
+    ("add_threat", {"action": "add_threat", "threat": {
+        "title": "Replay", "category": "Spoofing", "element": "a", "severity": "HIGH",
+        "description": "d", "mitigation": {"status": "mitigated", "description": "m"}}}),
+    ("update_threat", {"action": "update_threat", "id": "threat-1", "updates": {
+        "severity": "low", "title": "T2", "mitigation": {"description": "m", "status": "accepted"}}}),
+    ("add_trust_boundary", {"action": "add_trust_boundary", "trust_boundary": {
+        "name": "DMZ", "contains": ["a"], "size": {"width": 10.0, "height": 5.0}}}),
+    ("delete_data_flow", {"action": "delete_data_flow", "id": "flow-1", "cascade": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "raw"), _EDITS)
+def test_edits_from_sorted_values_write_the_same_documents(name: str, raw: dict[str, Any]) -> None:
+    """A value the sorted validator made (instance dicts in wire-name order) edits a document
+    exactly as the model's own value does, down to the order of every written key."""
+    import json
+
+    from stockade.tools.graph_tools import _BY_NAME
+    from tests.unit.tools.conftest import el, make_doc
+
+    document = make_doc(
+        elements=[el("a", custom={"k": 1}), el("b")],
+        data_flows=[{"id": "flow-1", "from": "a", "to": "b", "flow_number": 1, "custom": 2}],
+        threats=[{"id": "threat-1", "title": "T", "category": "Spoofing", "element": "a",
+                  "severity": "high", "description": "d"}],
+    )
+    _, _, model, _, apply = _BY_NAME[name]
+    plan = sorted_json_plan(model)
+    assert plan is not None
+    sorted_value, own = plan.validate(raw), model.model_validate(raw)
+    assert sorted_value == own
+    done, expected = apply(document, sorted_value), apply(document, own)
+    assert type(done) is type(expected)
+    if getattr(expected, "document", None) is None:
+        assert done == expected
+        return
+    assert done.result == expected.result
+    assert json.dumps(done.document.model_dump(mode="json", by_alias=True)) == json.dumps(
+        expected.document.model_dump(mode="json", by_alias=True))
