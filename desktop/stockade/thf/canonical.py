@@ -83,3 +83,8 @@ def json_ready_digest(value: Any) -> str:
         if ".0" not in text:
             return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
     return digest(value)
+
+
+def canonical_bytes_digest(data: bytes) -> str:
+    """`digest(value)` given the UTF-8 bytes of `canonical_json(value)` already."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()

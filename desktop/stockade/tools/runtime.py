@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -45,15 +45,75 @@ class ToolFailed:
 ToolOutcome = ToolOk | ToolFailed
 
 
-@dataclass(frozen=True, slots=True)
 class PreparedCall:
-    """A validated call, bound to its canonical input. Only `Tool.prepare` makes these."""
+    """A validated call, bound to its canonical input. Only `Tool.prepare` makes these.
 
+    Frozen, compared, hashed and shown like a frozen dataclass of its five fields. A call
+    `Tool.prepare` made dumps its canonical `input` from the validated value when `input` is
+    first read: the loop reads only the digest, which is made with the call.
+    """
+
+    __slots__ = ("_dump", "_input", "_value", "input_digest", "run", "summary", "tool_name")
     tool_name: str
     summary: str
     input_digest: str
-    input: Any
     run: Callable[[ToolContext], Awaitable[ToolOutcome]]
+    _input: Any
+    _value: Any
+    _dump: Callable[..., Any] | None
+
+    def __init__(self, tool_name: str, summary: str, input_digest: str, input: Any,
+                 run: Callable[[ToolContext], Awaitable[ToolOutcome]]) -> None:
+        _set_tool_name(self, tool_name)
+        _set_summary(self, summary)
+        _set_input_digest(self, input_digest)
+        _set_input(self, input)
+        _set_run(self, run)
+        _set_value(self, None)
+        _set_dump(self, None)
+
+    @property
+    def input(self) -> Any:
+        """The validated input as digested (`StrictInput.canonical()`: JSON-ready values)."""
+        dump = self._dump
+        if dump is not None:
+            # Benign cache write: the value is frozen, so its dump never changes.
+            _set_input(self, dump(self._value, mode="json", by_alias=True, exclude_none=True))
+            _set_dump(self, None)
+            _set_value(self, None)
+        return self._input
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.tool_name, self.summary, self.input_digest, self.input, self.run)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not PreparedCall:
+            return NotImplemented
+        return self is other or self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"PreparedCall(tool_name={self.tool_name!r}, summary={self.summary!r}, "
+                f"input_digest={self.input_digest!r}, input={self.input!r}, run={self.run!r})")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+# The slots' own setters, which the frozen `__setattr__` does not guard.
+_new = object.__new__
+_set_tool_name = PreparedCall.__dict__["tool_name"].__set__
+_set_summary = PreparedCall.__dict__["summary"].__set__
+_set_input_digest = PreparedCall.__dict__["input_digest"].__set__
+_set_input = PreparedCall.__dict__["_input"].__set__
+_set_run = PreparedCall.__dict__["run"].__set__
+_set_value = PreparedCall.__dict__["_value"].__set__
+_set_dump = PreparedCall.__dict__["_dump"].__set__
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,27 +130,21 @@ def new_prepared_call(
     tool_name: str,
     summary: str,
     input_digest: str,
-    input: Any,
+    value: Any,
+    dump: Callable[..., Any],
     run: Callable[[ToolContext], Awaitable[ToolOutcome]],
 ) -> PreparedCall:
-    """`PreparedCall(...)` without the frozen `__init__`'s keyword plumbing (one per prepared
+    """`PreparedCall(...)` whose `input` is `dump(value, mode="json", by_alias=True,
+    exclude_none=True)`, made when first read; without `__init__`'s frame (one per prepared
     call; `Tool.prepare` use only)."""
     call = _new(PreparedCall)
     _set_tool_name(call, tool_name)
     _set_summary(call, summary)
     _set_input_digest(call, input_digest)
-    _set_input(call, input)
     _set_run(call, run)
+    _set_value(call, value)
+    _set_dump(call, dump)
     return call
-
-
-# The slots' own setters, which the frozen `__setattr__` does not guard.
-_new = object.__new__
-_set_tool_name = PreparedCall.__dict__["tool_name"].__set__
-_set_summary = PreparedCall.__dict__["summary"].__set__
-_set_input_digest = PreparedCall.__dict__["input_digest"].__set__
-_set_input = PreparedCall.__dict__["input"].__set__
-_set_run = PreparedCall.__dict__["run"].__set__
 
 
 class Tool(Protocol):

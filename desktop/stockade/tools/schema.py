@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticSerializationError, SchemaValidator
 
 SCALAR_MAX_CODE_POINTS = 200
 """Longest id, name, type or other short string a tool accepts."""
@@ -80,6 +82,206 @@ _WIRE_NAMES: dict[type[StrictInput], dict[str, tuple[int, str]]] = {}
 
 
 InputT = TypeVar("InputT", bound=StrictInput)
+
+
+# ---------------------------------------------------------------- sorted validation
+
+JSON_EXACT_INT = 2**53
+"""Ints below this in magnitude print the same in pydantic's JSON and in canonical JSON (far
+below Python's digit limit for printing an int, which canonical JSON keeps)."""
+
+
+class SortedJsonPlan:
+    """How one input model's canonical JSON comes out of a single `to_json` call.
+
+    `validate` is the model's validator with every model's fields in sorted wire-name order,
+    so a validated value's instance dicts are in that order and the model's own serializer,
+    which writes fields in instance-dict order, writes canonical JSON (keys sorted by code
+    point, no whitespace, non-ASCII raw: pydantic escapes exactly what `json` does). It makes
+    instances of the same classes with the same fields; only the dicts' order differs.
+
+    What pydantic would print otherwise than canonical JSON is floats (integral ones end in
+    `.0`, exponents differ) and ints past `JSON_EXACT_INT` (canonical JSON refuses to print
+    past Python's digit limit): `guarded` reads the fields that may hold them (a whole nested
+    model when it holds a float), and a value where one of them is set is left to the plain
+    way. So are nested models that were not given as plain dicts (`models`: their wire paths,
+    outer first; a model instance passes the validator as it is).
+    """
+
+    __slots__ = ("guarded", "models", "to_json", "validate")
+
+    def __init__(self, validate: Callable[[Any], Any], guarded: Callable[[Any], Any] | None,
+                 models: tuple[tuple[str, ...], ...], to_json: Callable[..., bytes]) -> None:
+        self.validate = validate
+        self.guarded = guarded
+        self.models = models
+        self.to_json = to_json
+
+    def canonical_text(self, raw: dict[str, Any]) -> tuple[Any, bytes] | None:
+        """The validated value and its canonical JSON bytes, or None when `raw` does not
+        validate or is not plainly printed so (see the class)."""
+        try:
+            value = self.validate(raw)
+        except ValidationError:
+            return None
+        for path in self.models:
+            node: Any = raw
+            for key in path:  # each outer path was found a dict (or absent) already
+                node = node.get(key)
+                if node is None:
+                    break
+            else:
+                if type(node) is not dict:
+                    return None
+        guarded = self.guarded
+        if guarded is not None:
+            for item in guarded(value):
+                if item is not None and (type(item) is not int
+                                         or not -JSON_EXACT_INT < item < JSON_EXACT_INT):
+                    return None
+        try:
+            return value, self.to_json(value, by_alias=True, exclude_none=True)
+        except PydanticSerializationError:
+            return None  # text that cannot be UTF-8: the plain way names it
+
+
+def sorted_json_plan(model: type[StrictInput]) -> SortedJsonPlan | None:
+    """The model's `SortedJsonPlan`, or None when its schema holds anything this does not
+    know to print canonically (unions, dicts, custom serializers, a `__proto__` field, ...):
+    such a model's values go the plain way."""
+    schema = model.__pydantic_core_schema__
+    classes: list[type[BaseModel]] = []
+    guarded: list[str] = []
+    models: list[tuple[str, ...]] = []
+    sorted_schema = _sorted_model(schema, classes, guarded, models, "", ())
+    if sorted_schema is None:
+        return None
+    # pydantic-core reuses a complete model class's own validator for a "model" schema naming
+    # it, whatever fields the schema lists: the classes are marked incomplete while this one is
+    # built, so it is built from the sorted fields.
+    for cls in classes:
+        type.__setattr__(cls, "__pydantic_complete__", False)
+    try:
+        validator = SchemaValidator(sorted_schema, schema.get("config"))
+    finally:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", True)
+    getter: Callable[[Any], Any] | None = None
+    if len(guarded) == 1:
+        one = attrgetter(guarded[0])
+        getter = lambda value: (one(value),)  # noqa: E731  (attrgetter of one name gives no tuple)
+    elif guarded:
+        getter = attrgetter(*guarded)
+    models.sort(key=len)
+    return SortedJsonPlan(validator.validate_python, getter, tuple(models),
+                          model.__pydantic_serializer__.to_json)
+
+
+_MAX_PLANNED_DEPTH = 8
+"""Nesting of models a plan covers (tool inputs nest two or three deep)."""
+
+
+def _sorted_model(node: Any, classes: list[type[BaseModel]], guarded: list[str],
+                  models: list[tuple[str, ...]], path: str,
+                  wires: tuple[str, ...]) -> dict[str, Any] | None:
+    if (not isinstance(node, dict) or node.get("type") != "model" or "serialization" in node
+            or len(wires) > _MAX_PLANNED_DEPTH):
+        return None
+    wrapped = node.get("schema")
+    if not isinstance(wrapped, dict):
+        return None
+    inner: Any = wrapped
+    while isinstance(inner, dict) and inner.get("type") == "function-before":
+        inner = inner.get("schema")  # a model validator (`_Updates`), which keeps the fields
+    if (not isinstance(inner, dict) or inner.get("type") != "model-fields"
+            or inner.get("computed_fields") or "extras_schema" in inner):
+        return None
+    fields: list[tuple[str, str, dict[str, Any]]] = []
+    for name, field in inner["fields"].items():
+        if (field.get("type") != "model-field" or field.get("serialization_exclude")
+                or "serialization" in field):
+            return None
+        wire = field.get("serialization_alias") or name
+        if wire != (field.get("validation_alias") or name) or wire == FORBIDDEN_KEY:
+            return None
+        at = f"{path}.{name}" if path else name
+        kind, leaf = _leaf(field["schema"])
+        if kind == "model":
+            # A nested model is sorted too; one that may hold a float or a long int is
+            # guarded whole when it is optional (its fields are then read only when set).
+            inner_guarded: list[str] = []
+            models.append((*wires, wire))
+            sorted_leaf = _sorted_model(leaf, classes, inner_guarded, models, at, (*wires, wire))
+            if sorted_leaf is None:
+                return None
+            if inner_guarded and _optional(field["schema"]):
+                guarded.append(at)
+            else:
+                guarded.extend(inner_guarded)
+            schema = _replace_leaf(field["schema"], sorted_leaf)
+        elif kind == "plain":
+            schema = field["schema"]
+        elif kind == "guarded":
+            guarded.append(at)
+            schema = field["schema"]
+        else:
+            return None
+        fields.append((wire, name, {**field, "schema": schema}))
+    fields.sort(key=lambda item: item[0])
+    classes.append(node["cls"])
+    sorted_fields = {**inner, "fields": {name: f for _, name, f in fields}}
+    return {**node, "schema": _replace_leaf(wrapped, sorted_fields)}
+
+
+_WRAPPERS = frozenset({"default", "nullable", "function-before"})
+
+
+def _leaf(schema: dict[str, Any]) -> tuple[str, Any]:
+    """(kind, innermost schema) of a field: "plain" (printed as canonical JSON prints it),
+    "guarded" (a float or an int that may be long), "model", or "unknown"."""
+    while schema.get("type") in _WRAPPERS and "serialization" not in schema:
+        schema = schema["schema"]
+    if "serialization" in schema:
+        return "unknown", schema
+    kind = schema.get("type")
+    if kind == "model":
+        return "model", schema
+    if kind in ("str", "bool"):
+        return "plain", schema
+    if kind == "literal":
+        plain = all(type(v) is str for v in schema.get("expected", ()))
+        return ("plain" if plain else "unknown"), schema
+    if kind == "enum":
+        plain = schema.get("sub_type") == "str"
+        return ("plain" if plain else "unknown"), schema
+    if kind == "int":
+        low = schema.get("ge", schema.get("gt"))
+        high = schema.get("le", schema.get("lt"))
+        bounded = (low is not None and high is not None
+                   and low > -JSON_EXACT_INT and high < JSON_EXACT_INT)
+        return ("plain" if bounded else "guarded"), schema
+    if kind == "float":
+        return "guarded", schema
+    if kind == "list":
+        items_kind, _ = _leaf(schema.get("items_schema", {"type": "any"}))
+        if items_kind == "plain":
+            return "plain", schema
+        return ("guarded" if items_kind == "guarded" else "unknown"), schema
+    return "unknown", schema
+
+
+def _optional(schema: dict[str, Any]) -> bool:
+    while schema.get("type") in _WRAPPERS:
+        if schema.get("type") in ("default", "nullable"):
+            return True
+        schema = schema["schema"]
+    return False
+
+
+def _replace_leaf(schema: dict[str, Any], leaf: dict[str, Any]) -> dict[str, Any]:
+    if schema.get("type") in _WRAPPERS:
+        return {**schema, "schema": _replace_leaf(schema["schema"], leaf)}
+    return leaf
 
 
 def format_path(parts: tuple[int | str, ...] | list[int | str]) -> str:

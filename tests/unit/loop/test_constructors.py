@@ -65,6 +65,12 @@ def test_a_prepared_call_is_the_dataclass(tool: str, summary: str, digest: str, 
     async def run(ctx: Any) -> Any:
         return None
 
-    made = new_prepared_call(tool, summary, digest, raw, run)
+    def dump(value: Any, **options: Any) -> Any:
+        # `prepare` hands over the validated value and its serializer's `to_python`.
+        assert options == {"mode": "json", "by_alias": True, "exclude_none": True}
+        return value
+
+    made = new_prepared_call(tool, summary, digest, raw, dump, run)
     built = PreparedCall(tool_name=tool, summary=summary, input_digest=digest, input=raw, run=run)
     assert type(made) is PreparedCall and made == built and repr(made) == repr(built)
+    assert made.input is raw
