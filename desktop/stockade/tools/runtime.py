@@ -77,10 +77,11 @@ class PreparedCall:
         """The validated input as digested (`StrictInput.canonical()`: JSON-ready values)."""
         dump = self._dump
         if dump is not None:
-            # Benign cache write: the value is frozen, so its dump never changes.
+            # Benign cache write: the value is frozen, so its dump never changes. The value
+            # is kept (not cleared) so that a reader in another thread that saw the dump
+            # still set dumps the same value, never None.
             _set_input(self, dump(self._value, mode="json", by_alias=True, exclude_none=True))
             _set_dump(self, None)
-            _set_value(self, None)
         return self._input
 
     def _fields(self) -> tuple[Any, ...]:
