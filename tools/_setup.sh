@@ -1,5 +1,6 @@
 # Shared set-up for tools/run, tools/test and tools/bench: a project virtual environment with
-# Stockade and its dev tools installed. Sourced, not run. Reinstalls only when pyproject changes.
+# Stockade and its dev tools installed. Sourced, not run. Reinstalls only when pyproject or a C
+# source changes.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -12,8 +13,23 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 stamp="$VENV/.stockade-setup-stamp"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+# The C sources count too: the editable install compiles them in place (the block reader).
+want="$(cat pyproject.toml desktop/stockade/thf/*.c | sha256sum | cut -d' ' -f1)"
+# The compiled block reader (desktop/stockade/thf/_blockyaml.c) needs a C compiler; the build
+# goes on without one (yaml-rs then reads every file), and the tests say so.
+ensure_c_compiler() {
+  if command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1; then
+    return 0
+  fi
+  command -v apt-get >/dev/null 2>&1 || return 0
+  echo "stockade: installing a C compiler (gcc) for the compiled block reader" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
+}
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  ensure_c_compiler
   echo "stockade: installing Stockade and its dependencies into .venv" >&2
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   "$VENV/bin/python" -m pip install --quiet -e ".[dev]"

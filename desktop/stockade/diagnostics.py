@@ -104,6 +104,14 @@ def about_facts() -> AboutFacts:
     )
 
 
+def _reader_line() -> str:
+    from stockade.thf.reader import block_reader_available
+
+    if block_reader_available():
+        return "compiled block reader, yaml-rs for other YAML"
+    return "yaml-rs only (this build has no compiled block reader)"
+
+
 def _platform_name() -> str:
     name = platform.platform()
     if sys.platform.startswith("linux"):
@@ -195,7 +203,8 @@ def diagnostics_report(toolkit: Mapping[str, str] | None = None,
     sections: list[tuple[str, list[str]]] = []
     versions = [f"stockade: {facts.version}", f"build: {facts.build}",
                 f"python: {facts.python}", f"platform: {facts.platform}",
-                f"executable: {sys.executable}{' (packaged)' if getattr(sys, 'frozen', False) else ''}"]
+                f"executable: {sys.executable}{' (packaged)' if getattr(sys, 'frozen', False) else ''}",
+                f"document reader: {_reader_line()}"]
     versions += [f"{name}: {value}" for name, value in (toolkit or {}).items()]
     sections.append(("versions", versions))
     sections.append(("folders", [f"data folder: {facts.data_folder}",

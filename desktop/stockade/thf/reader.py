@@ -1,6 +1,9 @@
 """Safe reading of `.thf` files: bounded YAML 1.2 parse, then validation into a `ThreatModel`.
 
-The parser is yaml-rs (see docs/adr/0001-yaml-parser.md). Safety limits, each with its own
+The parser is yaml-rs (see docs/adr/0001-yaml-parser.md). Text in the plain block subset that
+Stockade's and ThreatForge's desktop writers emit is read by a compiled reader that returns
+exactly what yaml-rs would, and leaves every other text, and every error, to yaml-rs
+(`thf/_blockyaml.c`, docs/adr/0010-compiled-block-reader.md). Safety limits, each with its own
 plain message:
 - size: more than `MAX_FILE_BYTES` is refused before anything is parsed;
 - encoding: UTF-8 only (a leading byte-order mark is allowed);
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,6 +28,12 @@ import yaml_rs
 from stockade.thf.collector import collector_paused
 from stockade.thf.errors import CompatibilityWarning, ThfError, ThfErrorCode
 from stockade.thf.validate import compatibility_warnings, validate_document
+
+_load_block_subset: Callable[[str], dict[str, Any] | None] | None
+try:
+    from stockade.thf._blockyaml import loads as _load_block_subset
+except ImportError:  # a build made without a C compiler: yaml-rs reads every file
+    _load_block_subset = None
 
 if TYPE_CHECKING:
     from stockade.thf.model import ThreatModel
@@ -191,7 +201,21 @@ def _decode(raw: bytes) -> str:
         ) from None
 
 
+def block_reader_available() -> bool:
+    """Whether this build has the compiled reader of the plain block subset."""
+    return _load_block_subset is not None
+
+
 def _parse(text: str) -> Any:
+    if _load_block_subset is not None:
+        # Inside the subset there are no tags, aliases, duplicate keys or second documents,
+        # so none of the checks below could refuse what it returns.
+        try:
+            subset = _load_block_subset(text)
+        except MemoryError:
+            subset = None  # yaml-rs tries, and reports what it makes of it
+        if subset is not None:
+            return subset
     try:
         parsed = yaml_rs.loads(
             text,

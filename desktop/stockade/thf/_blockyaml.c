@@ -1,0 +1,1074 @@
+/* Compiled reader for the plain block-YAML subset that `.thf` writers emit.
+ *
+ * `loads(text)` returns exactly what `yaml_rs.loads(text, parse_datetime=False)` returns for
+ * a text inside the subset below, and None for any other text, which the caller then reads
+ * with yaml-rs (thf/reader.py). It never raises for bad input: every construct it does not
+ * handle, and every error, is "not in the subset", so messages stay the full parser's.
+ *
+ * The subset (what Stockade's writer and ThreatForge's desktop writer produce):
+ * - a block mapping at column 0 as the root, with blank lines and `#` comment lines anywhere
+ *   between entries; every line ends with '\n' (no CR, no tab, no other control character,
+ *   none of U+0080-U+009F, U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF anywhere);
+ * - keys: `[A-Za-z][A-Za-z0-9_-]*` directly followed by ':', never a true/false/null word;
+ * - values: a nested block mapping or sequence, `[]`, `{}`, a one-line single- or
+ *   double-quoted scalar, a literal block scalar (`|` with optional chomping and indentation
+ *   indicators), or a one-line plain scalar that is certainly a string, null, a boolean, a
+ *   decimal integer of at most 18 digits or a decimal float;
+ * - sequence items `- ` followed by a scalar or an inline block mapping (`- id: x`).
+ * Anything else (flow collections with content, anchors, aliases, tags, folded or multi-line
+ * scalars, explicit keys, documents markers, a duplicate key, nesting deeper than 64 levels)
+ * returns None. tests/unit/thf/test_block_subset.py compares this reader with yaml-rs on
+ * generated and mutated documents.
+ *
+ * Memory safety: the text's UTF-8 buffer ends with '\n' (checked first), and every scan
+ * within a line stops at '\n', so no read goes past the buffer.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+#define MAX_KEY_LENGTH 128
+#define MAX_NUMBER_LENGTH 64
+#define KEY_SLOTS 512 /* power of two; keys beyond half of it are made, not cached */
+
+typedef struct {
+    const char *text;
+    Py_ssize_t length;
+    PyObject *object;
+} KeySlot;
+
+typedef struct {
+    const char *start;
+    const char *end; /* one past the final '\n' */
+    const char *p;   /* cursor */
+    int depth;
+    int out_of_subset; /* set when the text leaves the subset (no Python error is set) */
+    char *scratch;
+    Py_ssize_t scratch_size;
+    Py_ssize_t scratch_used;
+    KeySlot keys[KEY_SLOTS];
+    int key_count;
+} Parser;
+
+/* Byte classes inside a plain scalar. */
+enum {
+    PLAIN_OK = 0,     /* printable ASCII that needs no look-around */
+    PLAIN_END = 1,    /* '\n' */
+    PLAIN_BAD = 2,    /* control characters, tab, CR, DEL: outside the subset */
+    PLAIN_COLON = 3,  /* ':' (a key indicator when followed by a space or the line end) */
+    PLAIN_HASH = 4,   /* '#' (a comment when after a space) */
+    PLAIN_HIGH = 5,   /* a byte of a non-ASCII character */
+};
+
+static unsigned char plain_class[256];
+
+static void init_classes(void) {
+    for (int c = 0; c < 256; c++) {
+        if (c == '\n') {
+            plain_class[c] = PLAIN_END;
+        } else if (c < 0x20 || c == 0x7F) {
+            plain_class[c] = PLAIN_BAD;
+        } else if (c == ':') {
+            plain_class[c] = PLAIN_COLON;
+        } else if (c == '#') {
+            plain_class[c] = PLAIN_HASH;
+        } else if (c >= 0x80) {
+            plain_class[c] = PLAIN_HIGH;
+        } else {
+            plain_class[c] = PLAIN_OK;
+        }
+    }
+}
+
+static PyObject *outside(Parser *P) {
+    P->out_of_subset = 1;
+    return NULL;
+}
+
+/* A non-ASCII character the subset leaves to the full parser: C1 controls (U+0080-U+009F),
+ * U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF. `q` is the lead byte of a valid UTF-8 sequence. */
+static int refused_character(const unsigned char *q) {
+    if (q[0] == 0xC2) {
+        return q[1] <= 0x9F;
+    }
+    if (q[0] == 0xE2) {
+        return q[1] == 0x80 && (q[2] == 0xA8 || q[2] == 0xA9);
+    }
+    if (q[0] == 0xEF) {
+        return (q[1] == 0xBB && q[2] == 0xBF) || (q[1] == 0xBF && (q[2] == 0xBE || q[2] == 0xBF));
+    }
+    return 0;
+}
+
+/* Length of the UTF-8 sequence whose lead byte is `lead` (the text is valid UTF-8). */
+static int sequence_length(unsigned char lead) {
+    if (lead >= 0xF0) {
+        return 4;
+    }
+    if (lead >= 0xE0) {
+        return 3;
+    }
+    return 2;
+}
+
+/* Whether [from, to) holds only characters the subset allows in scalars and comments: no
+ * control character (tab and CR included), no DEL, none of the refused non-ASCII ones. */
+static int allowed_text(const char *from, const char *to, int *ascii) {
+    const unsigned char *q = (const unsigned char *)from;
+    const unsigned char *stop = (const unsigned char *)to;
+    int only_ascii = 1;
+    while (q < stop) {
+        unsigned char c = *q;
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7F) {
+                return 0;
+            }
+            q++;
+        } else {
+            if (refused_character(q)) {
+                return 0;
+            }
+            only_ascii = 0;
+            q += sequence_length(c);
+        }
+    }
+    if (ascii != NULL) {
+        *ascii = only_ascii;
+    }
+    return 1;
+}
+
+static PyObject *make_string(const char *from, Py_ssize_t length, int ascii) {
+    if (ascii) {
+        PyObject *text = PyUnicode_New(length, 127);
+        if (text != NULL && length > 0) {
+            memcpy(PyUnicode_DATA(text), from, (size_t)length);
+        }
+        return text;
+    }
+    return PyUnicode_DecodeUTF8(from, length, "strict");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scratch buffer for scalars that are rebuilt (escapes, block scalars). */
+
+static int scratch_reserve(Parser *P, Py_ssize_t more) {
+    if (P->scratch_used + more <= P->scratch_size) {
+        return 0;
+    }
+    Py_ssize_t size = P->scratch_size ? P->scratch_size : 256;
+    while (size < P->scratch_used + more) {
+        if (size > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        size *= 2;
+    }
+    char *grown = PyMem_Realloc(P->scratch, (size_t)size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    P->scratch = grown;
+    P->scratch_size = size;
+    return 0;
+}
+
+static int scratch_append(Parser *P, const char *from, Py_ssize_t length) {
+    if (scratch_reserve(P, length) < 0) {
+        return -1;
+    }
+    memcpy(P->scratch + P->scratch_used, from, (size_t)length);
+    P->scratch_used += length;
+    return 0;
+}
+
+static int scratch_newlines(Parser *P, Py_ssize_t count) {
+    if (scratch_reserve(P, count) < 0) {
+        return -1;
+    }
+    memset(P->scratch + P->scratch_used, '\n', (size_t)count);
+    P->scratch_used += count;
+    return 0;
+}
+
+static int scratch_code_point(Parser *P, unsigned long code) {
+    char bytes[4];
+    Py_ssize_t length;
+    if (code < 0x80) {
+        bytes[0] = (char)code;
+        length = 1;
+    } else if (code < 0x800) {
+        bytes[0] = (char)(0xC0 | (code >> 6));
+        bytes[1] = (char)(0x80 | (code & 0x3F));
+        length = 2;
+    } else if (code < 0x10000) {
+        bytes[0] = (char)(0xE0 | (code >> 12));
+        bytes[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+        bytes[2] = (char)(0x80 | (code & 0x3F));
+        length = 3;
+    } else {
+        bytes[0] = (char)(0xF0 | (code >> 18));
+        bytes[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+        bytes[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+        bytes[3] = (char)(0x80 | (code & 0x3F));
+        length = 4;
+    }
+    return scratch_append(P, bytes, length);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Lines */
+
+static int count_spaces(const char *q) {
+    const char *from = q;
+    while (*q == ' ') {
+        q++;
+    }
+    return (int)(q - from);
+}
+
+static const char *line_end(const char *q, const char *end) {
+    const char *found = memchr(q, '\n', (size_t)(end - q));
+    return found; /* never NULL: the buffer ends with '\n' */
+}
+
+/* From the start of a line, skip blank lines and comment lines. Sets *indent to the spaces
+ * before the first other line and returns its start, or P->end. Returns NULL (outside the
+ * subset) for a comment with refused characters or a line indented with a tab. */
+static const char *next_content_line(Parser *P, const char *q, int *indent) {
+    while (q < P->end) {
+        int spaces = count_spaces(q);
+        char c = q[spaces];
+        if (c == '\n') {
+            q += spaces + 1;
+            continue;
+        }
+        if (c == '#') {
+            const char *eol = line_end(q + spaces, P->end);
+            if (!allowed_text(q + spaces, eol, NULL)) {
+                return NULL;
+            }
+            q = eol + 1;
+            continue;
+        }
+        if ((unsigned char)c < 0x20) {
+            return NULL; /* a tab or another control character in the indentation */
+        }
+        *indent = spaces;
+        return q;
+    }
+    *indent = -1;
+    return P->end;
+}
+
+/* After a one-line value: the next non-blank line, comments included, must not be indented
+ * more than `limit` (it would continue the scalar or be an error the full parser reports). */
+static int value_ends_cleanly(Parser *P, int limit) {
+    const char *q = P->p;
+    while (q < P->end) {
+        int spaces = count_spaces(q);
+        if (q[spaces] == '\n') {
+            q += spaces + 1;
+            continue;
+        }
+        return spaces <= limit;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Keys */
+
+static int is_key_start(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+static int is_key_char(char c) {
+    return is_key_start(c) || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+static int is_special_word(const char *q, Py_ssize_t length) {
+    static const char *const words[] = {"null", "Null", "NULL", "true", "True", "TRUE",
+                                        "false", "False", "FALSE"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if ((Py_ssize_t)strlen(words[i]) == length && memcmp(words[i], q, (size_t)length) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Scan a key at q; returns its length when q holds `key:` followed by a space or the line
+ * end, else 0. */
+static Py_ssize_t key_length_at(const char *q) {
+    if (!is_key_start(*q)) {
+        return 0;
+    }
+    const char *k = q + 1;
+    while (is_key_char(*k)) {
+        k++;
+    }
+    if (*k != ':' || (k[1] != ' ' && k[1] != '\n')) {
+        return 0;
+    }
+    return k - q;
+}
+
+/* The one key object for these bytes: keys repeat in every record, so each is made once
+ * per read (and interned, so pydantic's field lookups compare by identity). */
+static PyObject *key_object(Parser *P, const char *q, Py_ssize_t length) {
+    unsigned long hash = 2166136261UL;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        hash = (hash ^ (unsigned char)q[i]) * 16777619UL;
+    }
+    size_t slot = hash & (KEY_SLOTS - 1);
+    while (P->keys[slot].object != NULL) {
+        KeySlot *entry = &P->keys[slot];
+        if (entry->length == length && memcmp(entry->text, q, (size_t)length) == 0) {
+            Py_INCREF(entry->object);
+            return entry->object;
+        }
+        slot = (slot + 1) & (KEY_SLOTS - 1);
+    }
+    PyObject *key = PyUnicode_FromStringAndSize(q, length);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyUnicode_InternInPlace(&key);
+    if (P->key_count < KEY_SLOTS / 2) {
+        P->keys[slot].text = q;
+        P->keys[slot].length = length;
+        P->keys[slot].object = key;
+        Py_INCREF(key);
+        P->key_count++;
+    }
+    return key;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scalars */
+
+static int is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+/* A plain scalar starting with a digit or '-': an integer, a float, a calendar date, or
+ * outside the subset. `q` and `length` exclude trailing spaces. */
+static PyObject *plain_number(Parser *P, const char *q, Py_ssize_t length) {
+    if (length == 10 && is_digit(q[0]) && is_digit(q[1]) && is_digit(q[2]) && is_digit(q[3]) &&
+        q[4] == '-' && is_digit(q[5]) && is_digit(q[6]) && q[7] == '-' && is_digit(q[8]) &&
+        is_digit(q[9])) {
+        return make_string(q, length, 1); /* yaml-rs keeps dates as text (parse_datetime off) */
+    }
+    if (length > MAX_NUMBER_LENGTH) {
+        return outside(P);
+    }
+    Py_ssize_t i = 0;
+    int negative = 0;
+    if (q[0] == '-') {
+        negative = 1;
+        i = 1;
+    }
+    Py_ssize_t whole_start = i;
+    while (i < length && is_digit(q[i])) {
+        i++;
+    }
+    Py_ssize_t whole_digits = i - whole_start;
+    if (whole_digits == 0 || (whole_digits > 1 && q[whole_start] == '0')) {
+        return outside(P); /* `-x`, `012` and the like: left to the full parser */
+    }
+    if (i == length) {
+        if (whole_digits > 18) {
+            return outside(P);
+        }
+        long long value = 0;
+        for (Py_ssize_t k = whole_start; k < length; k++) {
+            value = value * 10 + (q[k] - '0');
+        }
+        return PyLong_FromLongLong(negative ? -value : value);
+    }
+    int is_float = 0;
+    if (q[i] == '.') {
+        i++;
+        Py_ssize_t fraction_start = i;
+        while (i < length && is_digit(q[i])) {
+            i++;
+        }
+        if (i == fraction_start) {
+            return outside(P);
+        }
+        is_float = 1;
+    }
+    if (i < length && (q[i] == 'e' || q[i] == 'E')) {
+        i++;
+        if (i < length && (q[i] == '-' || q[i] == '+')) {
+            i++;
+        }
+        Py_ssize_t exponent_start = i;
+        int exponent = 0;
+        while (i < length && is_digit(q[i]) && i - exponent_start < 4) {
+            exponent = exponent * 10 + (q[i] - '0');
+            i++;
+        }
+        /* Far exponents (overflow, subnormals) are left to the full parser. */
+        if (i == exponent_start || exponent > 300) {
+            return outside(P);
+        }
+        is_float = 1;
+    }
+    if (!is_float || i != length) {
+        return outside(P);
+    }
+    char digits[MAX_NUMBER_LENGTH + 1];
+    memcpy(digits, q, (size_t)length);
+    digits[length] = '\0';
+    char *stop = NULL;
+    double value = PyOS_string_to_double(digits, &stop, NULL);
+    if (value == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return outside(P);
+    }
+    if (stop != digits + length) {
+        return outside(P);
+    }
+    return PyFloat_FromDouble(value);
+}
+
+/* A one-line plain scalar at P->p; leaves P->p after its '\n'. */
+static PyObject *plain_scalar(Parser *P) {
+    const char *from = P->p;
+    const unsigned char *q = (const unsigned char *)from;
+    int ascii = 1;
+    for (;;) {
+        unsigned char kind = plain_class[*q];
+        if (kind == PLAIN_OK) {
+            q++;
+            continue;
+        }
+        if (kind == PLAIN_END) {
+            break;
+        }
+        if (kind == PLAIN_COLON) {
+            if (q[1] == ' ' || q[1] == '\n') {
+                return outside(P);
+            }
+            q++;
+            continue;
+        }
+        if (kind == PLAIN_HASH) {
+            if ((const char *)q > from && q[-1] == ' ') {
+                return outside(P); /* a trailing comment */
+            }
+            q++;
+            continue;
+        }
+        if (kind == PLAIN_HIGH) {
+            if (refused_character(q)) {
+                return outside(P);
+            }
+            ascii = 0;
+            q += sequence_length(*q);
+            continue;
+        }
+        return outside(P); /* PLAIN_BAD */
+    }
+    const char *eol = (const char *)q;
+    const char *last = eol;
+    while (last > from && last[-1] == ' ') {
+        last--;
+    }
+    Py_ssize_t length = last - from;
+    P->p = eol + 1;
+    if (length == 0) {
+        return outside(P);
+    }
+    char first = from[0];
+    if (is_key_start(first)) {
+        if (length <= 5) {
+            if (length == 4 && (memcmp(from, "null", 4) == 0 || memcmp(from, "Null", 4) == 0 ||
+                                memcmp(from, "NULL", 4) == 0)) {
+                Py_RETURN_NONE;
+            }
+            if (length == 4 && (memcmp(from, "true", 4) == 0 || memcmp(from, "True", 4) == 0 ||
+                                memcmp(from, "TRUE", 4) == 0)) {
+                Py_RETURN_TRUE;
+            }
+            if (length == 5 && (memcmp(from, "false", 5) == 0 ||
+                                memcmp(from, "False", 5) == 0 || memcmp(from, "FALSE", 5) == 0)) {
+                Py_RETURN_FALSE;
+            }
+        }
+        return make_string(from, length, ascii);
+    }
+    if (is_digit(first) || (first == '-' && length > 1 && is_digit(from[1]))) {
+        return plain_number(P, from, length);
+    }
+    if (first == '~' && length == 1) {
+        Py_RETURN_NONE;
+    }
+    if ((unsigned char)first >= 0x80 || first == '/' || first == '(' || first == '$' ||
+        first == '^' || first == '=' || first == ';' || first == '<' || first == ')' ||
+        first == '\\') {
+        return make_string(from, length, ascii);
+    }
+    return outside(P); /* indicators, signs, dots, underscores: left to the full parser */
+}
+
+/* After a closing quote: spaces, then the line end. */
+static int quoted_line_ends(Parser *P, const char *q) {
+    while (*q == ' ') {
+        q++;
+    }
+    if (*q != '\n') {
+        return 0;
+    }
+    P->p = q + 1;
+    return 1;
+}
+
+static PyObject *single_quoted(Parser *P) {
+    const char *from = P->p + 1;
+    const char *q = from;
+    int doubled = 0;
+    for (;;) {
+        if (*q == '\n') {
+            return outside(P); /* multi-line */
+        }
+        if (*q == '\'') {
+            if (q[1] == '\'') {
+                doubled = 1;
+                q += 2;
+                continue;
+            }
+            break;
+        }
+        q++;
+    }
+    int ascii;
+    if (!allowed_text(from, q, &ascii)) {
+        return outside(P);
+    }
+    const char *close = q;
+    if (!quoted_line_ends(P, close + 1)) {
+        return outside(P);
+    }
+    if (!doubled) {
+        return make_string(from, close - from, ascii);
+    }
+    P->scratch_used = 0;
+    const char *r = from;
+    while (r < close) {
+        const char *quote = memchr(r, '\'', (size_t)(close - r));
+        const char *stop = quote ? quote : close;
+        if (scratch_append(P, r, stop - r) < 0) {
+            return NULL;
+        }
+        if (quote == NULL) {
+            break;
+        }
+        if (scratch_append(P, "'", 1) < 0) {
+            return NULL;
+        }
+        r = quote + 2;
+    }
+    return make_string(P->scratch, P->scratch_used, ascii);
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+static PyObject *double_quoted(Parser *P) {
+    const char *from = P->p + 1;
+    const char *q = from;
+    int escaped = 0;
+    /* First pass: find the closing quote on this line. */
+    for (;;) {
+        if (*q == '\n') {
+            return outside(P);
+        }
+        if (*q == '\\') {
+            escaped = 1;
+            if (q[1] == '\n') {
+                return outside(P); /* a line continuation */
+            }
+            q += 2;
+            continue;
+        }
+        if (*q == '"') {
+            break;
+        }
+        q++;
+    }
+    const char *close = q;
+    int ascii;
+    if (!allowed_text(from, close, &ascii)) {
+        return outside(P);
+    }
+    if (!quoted_line_ends(P, close + 1)) {
+        return outside(P);
+    }
+    if (!escaped) {
+        return make_string(from, close - from, ascii);
+    }
+    P->scratch_used = 0;
+    const char *r = from;
+    while (r < close) {
+        const char *slash = memchr(r, '\\', (size_t)(close - r));
+        const char *stop = slash ? slash : close;
+        if (scratch_append(P, r, stop - r) < 0) {
+            return NULL;
+        }
+        if (slash == NULL) {
+            break;
+        }
+        char e = slash[1];
+        const char *simple = NULL;
+        int digits = 0;
+        switch (e) {
+        case '0': simple = "\0"; break;
+        case 'a': simple = "\a"; break;
+        case 'b': simple = "\b"; break;
+        case 't': simple = "\t"; break;
+        case 'n': simple = "\n"; break;
+        case 'v': simple = "\v"; break;
+        case 'f': simple = "\f"; break;
+        case 'r': simple = "\r"; break;
+        case 'e': simple = "\x1b"; break;
+        case ' ': simple = " "; break;
+        case '"': simple = "\""; break;
+        case '/': simple = "/"; break;
+        case '\\': simple = "\\"; break;
+        case 'x': digits = 2; break;
+        case 'u': digits = 4; break;
+        case 'U': digits = 8; break;
+        default:
+            return outside(P); /* \N, \_, \L, \P and unknown escapes: the full parser */
+        }
+        if (simple != NULL) {
+            if (scratch_append(P, simple, 1) < 0) {
+                return NULL;
+            }
+            r = slash + 2;
+            continue;
+        }
+        unsigned long code = 0;
+        for (int k = 0; k < digits; k++) {
+            const char *h = slash + 2 + k;
+            if (h >= close) {
+                return outside(P);
+            }
+            int v = hex_value(*h);
+            if (v < 0) {
+                return outside(P);
+            }
+            code = code * 16 + (unsigned long)v;
+        }
+        if ((code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) {
+            return outside(P);
+        }
+        if (scratch_code_point(P, code) < 0) {
+            return NULL;
+        }
+        if (code >= 0x80) {
+            ascii = 0;
+        }
+        r = slash + 2 + digits;
+    }
+    return make_string(P->scratch, P->scratch_used, ascii);
+}
+
+/* A literal block scalar whose header starts at P->p (the '|'); `parent` is the indentation
+ * of the node that holds it (the mapping's, or the sequence's dash column). */
+static PyObject *literal_block(Parser *P, int parent) {
+    const char *q = P->p + 1;
+    char chomp = 'c'; /* clip */
+    int explicit_indent = 0;
+    for (int k = 0; k < 2; k++) {
+        if ((*q == '-' || *q == '+') && chomp == 'c') {
+            chomp = *q;
+            q++;
+        } else if (*q >= '1' && *q <= '9' && explicit_indent == 0) {
+            explicit_indent = *q - '0';
+            q++;
+        }
+    }
+    while (*q == ' ') {
+        q++;
+    }
+    if (*q != '\n') {
+        return outside(P); /* a comment or anything else after the header */
+    }
+    q++;
+    int indent;
+    if (explicit_indent) {
+        indent = parent + explicit_indent;
+    } else {
+        /* The first non-blank line sets the indentation; a leading blank line with more
+         * spaces than it is an error in YAML. */
+        int most_blank = 0;
+        const char *r = q;
+        indent = -1;
+        while (r < P->end) {
+            int spaces = count_spaces(r);
+            if (r[spaces] == '\n') {
+                if (spaces > most_blank) {
+                    most_blank = spaces;
+                }
+                r += spaces + 1;
+                continue;
+            }
+            indent = spaces;
+            break;
+        }
+        if (indent <= parent || most_blank > indent) {
+            return outside(P); /* empty content, or an error: the full parser decides */
+        }
+    }
+    P->scratch_used = 0;
+    int ascii = 1;
+    Py_ssize_t blanks = 0;
+    int lines = 0;
+    while (q < P->end) {
+        int spaces = count_spaces(q);
+        if (q[spaces] == '\n') {
+            if (spaces > indent) {
+                return outside(P); /* a line of spaces beyond the indentation is content */
+            }
+            blanks++;
+            q += spaces + 1;
+            continue;
+        }
+        if (spaces < indent) {
+            break;
+        }
+        const char *text = q + indent;
+        const char *eol = line_end(text, P->end);
+        int line_ascii;
+        if (!allowed_text(text, eol, &line_ascii)) {
+            return outside(P);
+        }
+        ascii &= line_ascii;
+        if (lines > 0 && scratch_newlines(P, 1) < 0) {
+            return NULL;
+        }
+        if (blanks > 0 && scratch_newlines(P, blanks) < 0) {
+            return NULL;
+        }
+        blanks = 0;
+        if (scratch_append(P, text, eol - text) < 0) {
+            return NULL;
+        }
+        lines++;
+        q = eol + 1;
+    }
+    if (lines == 0) {
+        return outside(P);
+    }
+    if (chomp == 'c' && scratch_newlines(P, 1) < 0) {
+        return NULL;
+    }
+    if (chomp == '+' && scratch_newlines(P, 1 + blanks) < 0) {
+        return NULL;
+    }
+    P->p = q;
+    return make_string(P->scratch, P->scratch_used, ascii);
+}
+
+/* `[]` or `{}` followed by spaces and the line end. */
+static PyObject *empty_collection(Parser *P, char open) {
+    char close = open == '[' ? ']' : '}';
+    const char *q = P->p + 1;
+    if (*q != close) {
+        return outside(P);
+    }
+    if (!quoted_line_ends(P, q + 1)) {
+        return outside(P);
+    }
+    return open == '[' ? PyList_New(0) : PyDict_New();
+}
+
+/* A value written on the line of its key or dash, at P->p. `parent` is the indentation of
+ * the holding node; the value must end on its line (or its block scalar's last line). */
+static PyObject *inline_value(Parser *P, int parent) {
+    PyObject *value;
+    switch (*P->p) {
+    case '|':
+        value = literal_block(P, parent);
+        break;
+    case '\'':
+        value = single_quoted(P);
+        break;
+    case '"':
+        value = double_quoted(P);
+        break;
+    case '[':
+    case '{':
+        value = empty_collection(P, *P->p);
+        break;
+    default:
+        value = plain_scalar(P);
+        break;
+    }
+    if (value != NULL && !value_ends_cleanly(P, parent)) {
+        Py_DECREF(value);
+        return outside(P);
+    }
+    return value;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Collections */
+
+static PyObject *block_mapping(Parser *P, int indent);
+static PyObject *block_sequence(Parser *P, int indent);
+
+static int is_dash(const char *q) {
+    return q[0] == '-' && (q[1] == ' ' || q[1] == '\n');
+}
+
+/* What follows `key:` at the end of its line: a nested collection, or null. */
+static PyObject *nested_value(Parser *P, int indent) {
+    int next_indent;
+    const char *line = next_content_line(P, P->p, &next_indent);
+    if (line == NULL) {
+        return outside(P);
+    }
+    if (line == P->end || next_indent < indent ||
+        (next_indent == indent && !is_dash(line + next_indent))) {
+        Py_RETURN_NONE; /* an empty value reads as null */
+    }
+    P->p = line + next_indent;
+    if (is_dash(P->p)) {
+        return block_sequence(P, next_indent);
+    }
+    return block_mapping(P, next_indent);
+}
+
+/* A block mapping whose first key is at P->p, in column `indent`. */
+static PyObject *block_mapping(Parser *P, int indent) {
+    if (++P->depth > MAX_DEPTH) {
+        return outside(P);
+    }
+    PyObject *mapping = PyDict_New();
+    if (mapping == NULL) {
+        return NULL;
+    }
+    for (;;) {
+        const char *key_start = P->p;
+        Py_ssize_t length = key_length_at(key_start);
+        if (length == 0 || length > MAX_KEY_LENGTH || is_special_word(key_start, length)) {
+            goto outside_subset;
+        }
+        PyObject *key = key_object(P, key_start, length);
+        if (key == NULL) {
+            goto error;
+        }
+        const char *q = key_start + length + 1;
+        while (*q == ' ') {
+            q++;
+        }
+        PyObject *value;
+        if (*q == '\n') {
+            P->p = q + 1;
+            value = nested_value(P, indent);
+        } else if (*q == '#') {
+            Py_DECREF(key);
+            goto outside_subset;
+        } else {
+            P->p = q;
+            value = inline_value(P, indent);
+        }
+        if (value == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        /* A key already present leaves the size alone (comparing the kept value with the
+         * new one would miss a repeated null or boolean, which are shared objects). */
+        Py_ssize_t size = PyDict_GET_SIZE(mapping);
+        PyObject *kept = PyDict_SetDefault(mapping, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (kept == NULL) {
+            goto error;
+        }
+        if (PyDict_GET_SIZE(mapping) == size) {
+            goto outside_subset; /* a duplicate key: the full parser reports it */
+        }
+        int next_indent;
+        const char *line = next_content_line(P, P->p, &next_indent);
+        if (line == NULL) {
+            goto outside_subset;
+        }
+        if (line == P->end || next_indent < indent) {
+            P->p = line;
+            break;
+        }
+        if (next_indent > indent) {
+            goto outside_subset;
+        }
+        P->p = line + next_indent;
+    }
+    P->depth--;
+    return mapping;
+outside_subset:
+    P->out_of_subset = 1;
+error:
+    Py_DECREF(mapping);
+    return NULL;
+}
+
+/* A block sequence whose first dash is at P->p, in column `indent`. */
+static PyObject *block_sequence(Parser *P, int indent) {
+    if (++P->depth > MAX_DEPTH) {
+        return outside(P);
+    }
+    PyObject *sequence = PyList_New(0);
+    if (sequence == NULL) {
+        return NULL;
+    }
+    for (;;) {
+        const char *dash = P->p;
+        const char *q = dash + 1;
+        if (*q != ' ') {
+            goto outside_subset; /* `-` alone: a null or nested item */
+        }
+        while (*q == ' ') {
+            q++;
+        }
+        PyObject *item;
+        if (*q == '\n' || *q == '#' || is_dash(q)) {
+            goto outside_subset;
+        }
+        P->p = q;
+        if (key_length_at(q) > 0) {
+            item = block_mapping(P, indent + (int)(q - dash)); /* the key's column */
+        } else {
+            item = inline_value(P, indent);
+        }
+        if (item == NULL) {
+            goto error;
+        }
+        int failed = PyList_Append(sequence, item);
+        Py_DECREF(item);
+        if (failed < 0) {
+            goto error;
+        }
+        int next_indent;
+        const char *line = next_content_line(P, P->p, &next_indent);
+        if (line == NULL) {
+            goto outside_subset;
+        }
+        if (line == P->end || next_indent < indent) {
+            P->p = line;
+            break;
+        }
+        if (next_indent > indent) {
+            goto outside_subset;
+        }
+        if (!is_dash(line + next_indent)) {
+            /* A key in the same column: the sequence was the value of the mapping there. */
+            P->p = line;
+            break;
+        }
+        P->p = line + next_indent;
+    }
+    P->depth--;
+    return sequence;
+outside_subset:
+    P->out_of_subset = 1;
+error:
+    Py_DECREF(sequence);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Module */
+
+static PyObject *parse_document(Parser *P) {
+    int indent;
+    const char *line = next_content_line(P, P->start, &indent);
+    if (line == NULL || line == P->end || indent != 0) {
+        return outside(P);
+    }
+    P->p = line;
+    PyObject *root = block_mapping(P, 0);
+    if (root == NULL) {
+        return NULL;
+    }
+    if (P->p != P->end) {
+        Py_DECREF(root); /* a line the root mapping could not take */
+        return outside(P);
+    }
+    return root;
+}
+
+static PyObject *loads(PyObject *module, PyObject *text) {
+    (void)module;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "loads() takes a str");
+        return NULL;
+    }
+    Py_ssize_t length;
+    const char *data = PyUnicode_AsUTF8AndSize(text, &length);
+    if (data == NULL) {
+        PyErr_Clear(); /* lone surrogates: the full parser decides */
+        Py_RETURN_NONE;
+    }
+    if (length == 0 || data[length - 1] != '\n' || memchr(data, '\0', (size_t)length) != NULL) {
+        Py_RETURN_NONE;
+    }
+    Parser *P = PyMem_Calloc(1, sizeof(Parser));
+    if (P == NULL) {
+        return PyErr_NoMemory();
+    }
+    P->start = data;
+    P->end = data + length;
+    PyObject *result = parse_document(P);
+    for (int slot = 0; slot < KEY_SLOTS; slot++) {
+        Py_XDECREF(P->keys[slot].object);
+    }
+    PyMem_Free(P->scratch);
+    int out_of_subset = P->out_of_subset;
+    PyMem_Free(P);
+    if (result == NULL && out_of_subset && !PyErr_Occurred()) {
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"loads", loads, METH_O,
+     "loads(text, /)\n--\n\nThe parsed document when `text` is inside the plain block subset "
+     "(what yaml-rs would return), else None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT,
+    "stockade.thf._blockyaml",
+    "Compiled reader for the plain block-YAML subset that .thf writers emit.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__blockyaml(void) {
+    init_classes();
+    return PyModule_Create(&module_definition);
+}
