@@ -20,6 +20,12 @@
  * returns None. tests/unit/thf/test_block_subset.py compares this reader with yaml-rs on
  * generated and mutated documents.
  *
+ * `loads(text, capture)` also returns, for the root sections `capture` names, the text the
+ * read tools' text filter searches (thf/search_text.py): each record's parts joined by "\n",
+ * the records joined by "\0", and each record's length, built from every record's mapping just
+ * after it is read, while it is still in the processor's cache. A section whose records do
+ * not have the expected shape is left out (the read tools then build its text themselves).
+ *
  * Memory safety: the text's UTF-8 buffer ends with '\n' (checked first), and every scan
  * within a line stops at '\n', so no read goes past the buffer.
  */
@@ -33,11 +39,45 @@
 #define MAX_NUMBER_LENGTH 64
 #define KEY_SLOTS 512 /* power of two; keys beyond half of it are made, not cached */
 
+#define MAX_CAPTURED_SECTIONS 8
+#define MAX_PARTS 16
+
 typedef struct {
     const char *text;
     Py_ssize_t length;
     PyObject *object;
+    /* Per captured section: which part this key fills (-1: none), so a record's values are
+     * matched to parts once per distinct key, not compared with every part each time. */
+    signed char part[MAX_CAPTURED_SECTIONS];
 } KeySlot;
+
+/* Rules of a captured part (thf/search_text.py spells the same numbers). */
+enum {
+    PART_TEXT = 0,           /* required text */
+    PART_TEXT_OR_EMPTY = 1,  /* text, "" when absent */
+    PART_OPTIONAL = 2,       /* text, left out when absent or null */
+    PART_ITEMS = 3,          /* a list of texts, each a part; nothing when absent or null */
+    PART_LOWERCASE = 4,      /* required text, ASCII letters lower-cased (a severity) */
+    PART_NESTED_TEXT_OR_EMPTY = 5, /* key.inner of a mapping: text, "" when absent; left
+                                    * out when the mapping is absent or null */
+};
+
+typedef struct {
+    int index;        /* its place in the parser's captures */
+    PyObject *name;   /* borrowed from the spec */
+    PyObject *keys[MAX_PARTS];
+    PyObject *inner[MAX_PARTS];
+    int rules[MAX_PARTS];
+    int parts;
+    char *buffer; /* the UTF-8 text so far */
+    Py_ssize_t used;
+    Py_ssize_t size;
+    int ascii;
+    int started;
+    PyObject *lengths;
+    PyObject *joined;
+    int usable;
+} Capture;
 
 typedef struct {
     const char *start;
@@ -50,6 +90,10 @@ typedef struct {
     Py_ssize_t scratch_used;
     KeySlot keys[KEY_SLOTS];
     int key_count;
+    Capture captures[MAX_CAPTURED_SECTIONS];
+    int capture_count;
+    Capture *capturing; /* the section whose sequence is being read, if captured */
+    PyObject *slots[MAX_PARTS]; /* the current record's captured values (borrowed) */
 } Parser;
 
 /* Byte classes inside a plain scalar. */
@@ -317,33 +361,54 @@ static Py_ssize_t key_length_at(const char *q) {
     return k - q;
 }
 
+/* Which part of each captured section `key` fills, for its cache slot. */
+static void fill_parts(Parser *P, KeySlot *entry) {
+    for (int c = 0; c < MAX_CAPTURED_SECTIONS; c++) {
+        entry->part[c] = -1;
+        if (c >= P->capture_count) {
+            continue;
+        }
+        for (int i = 0; i < P->captures[c].parts; i++) {
+            if (P->captures[c].keys[i] == entry->object) {
+                entry->part[c] = (signed char)i;
+            }
+        }
+    }
+}
+
 /* The one key object for these bytes: keys repeat in every record, so each is made once
- * per read (and interned, so pydantic's field lookups compare by identity). */
-static PyObject *key_object(Parser *P, const char *q, Py_ssize_t length) {
+ * per read (and interned, so pydantic's field lookups compare by identity). `*slot` is its
+ * cache entry, or NULL when the cache is full (the key then fills no captured part). */
+static PyObject *key_object(Parser *P, const char *q, Py_ssize_t length, KeySlot **slot) {
     unsigned long hash = 2166136261UL;
     for (Py_ssize_t i = 0; i < length; i++) {
         hash = (hash ^ (unsigned char)q[i]) * 16777619UL;
     }
-    size_t slot = hash & (KEY_SLOTS - 1);
-    while (P->keys[slot].object != NULL) {
-        KeySlot *entry = &P->keys[slot];
+    size_t index = hash & (KEY_SLOTS - 1);
+    while (P->keys[index].object != NULL) {
+        KeySlot *entry = &P->keys[index];
         if (entry->length == length && memcmp(entry->text, q, (size_t)length) == 0) {
             Py_INCREF(entry->object);
+            *slot = entry;
             return entry->object;
         }
-        slot = (slot + 1) & (KEY_SLOTS - 1);
+        index = (index + 1) & (KEY_SLOTS - 1);
     }
     PyObject *key = PyUnicode_FromStringAndSize(q, length);
     if (key == NULL) {
         return NULL;
     }
     PyUnicode_InternInPlace(&key);
+    *slot = NULL;
     if (P->key_count < KEY_SLOTS / 2) {
-        P->keys[slot].text = q;
-        P->keys[slot].length = length;
-        P->keys[slot].object = key;
+        KeySlot *entry = &P->keys[index];
+        entry->text = q;
+        entry->length = length;
+        entry->object = key;
         Py_INCREF(key);
+        fill_parts(P, entry);
         P->key_count++;
+        *slot = entry;
     }
     return key;
 }
@@ -830,6 +895,273 @@ static PyObject *inline_value(Parser *P, int parent) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Search text capture: UTF-8 bytes appended as records are read, one string made at the end */
+
+static PyObject *empty_text;
+
+static int capture_reserve(Capture *C, Py_ssize_t more) {
+    if (C->used + more <= C->size) {
+        return 0;
+    }
+    Py_ssize_t size = C->size ? C->size : 4096;
+    while (size < C->used + more) {
+        if (size > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        size *= 2;
+    }
+    char *grown = PyMem_Realloc(C->buffer, (size_t)size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    C->buffer = grown;
+    C->size = size;
+    return 0;
+}
+
+/* Appends text as UTF-8 (lower-casing ASCII letters when asked), after a line break unless
+ * it is the record's first part. Returns -1 with an error set on failure. */
+static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
+                        Py_ssize_t *length) {
+    Py_ssize_t characters = PyUnicode_GET_LENGTH(value);
+    int kind = PyUnicode_KIND(value);
+    const void *data = PyUnicode_DATA(value);
+    /* At most 4 bytes a character, and a line break. */
+    if (characters > (PY_SSIZE_T_MAX - 1) / 4 || capture_reserve(C, characters * 4 + 1) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        return -1;
+    }
+    char *to = C->buffer + C->used;
+    if (*parts > 0) {
+        *to++ = '\n';
+        *length += 1;
+    }
+    if (PyUnicode_IS_ASCII(value)) {
+        if (lowercase) {
+            const char *from = (const char *)data;
+            for (Py_ssize_t i = 0; i < characters; i++) {
+                char c = from[i];
+                to[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+            }
+        } else {
+            memcpy(to, data, (size_t)characters);
+        }
+        to += characters;
+    } else {
+        C->ascii = 0;
+        for (Py_ssize_t i = 0; i < characters; i++) {
+            Py_UCS4 code = PyUnicode_READ(kind, data, i);
+            if (code < 0x80) {
+                *to++ = (char)code;
+            } else if (code < 0x800) {
+                *to++ = (char)(0xC0 | (code >> 6));
+                *to++ = (char)(0x80 | (code & 0x3F));
+            } else if (code < 0x10000) {
+                *to++ = (char)(0xE0 | (code >> 12));
+                *to++ = (char)(0x80 | ((code >> 6) & 0x3F));
+                *to++ = (char)(0x80 | (code & 0x3F));
+            } else {
+                *to++ = (char)(0xF0 | (code >> 18));
+                *to++ = (char)(0x80 | ((code >> 12) & 0x3F));
+                *to++ = (char)(0x80 | ((code >> 6) & 0x3F));
+                *to++ = (char)(0x80 | (code & 0x3F));
+            }
+        }
+    }
+    C->used = to - C->buffer;
+    *length += characters;
+    *parts += 1;
+    return 0;
+}
+
+/* The part's value: text, a list, Py_None to leave it out, or NULL when the record has not
+ * the expected shape (the section is then dropped). A borrowed reference. */
+static PyObject *part_value(Capture *C, int index, PyObject *value, int *error) {
+    int rule = C->rules[index];
+    if (rule == PART_NESTED_TEXT_OR_EMPTY) {
+        if (value == NULL || value == Py_None) {
+            return Py_None;
+        }
+        if (!PyDict_CheckExact(value)) {
+            return NULL;
+        }
+        value = PyDict_GetItemWithError(value, C->inner[index]);
+        if (value == NULL && PyErr_Occurred()) {
+            *error = 1;
+            return NULL;
+        }
+        rule = PART_TEXT_OR_EMPTY;
+    }
+    if (value == NULL) {
+        if (rule == PART_TEXT_OR_EMPTY) {
+            return empty_text;
+        }
+        return rule == PART_OPTIONAL || rule == PART_ITEMS ? Py_None : NULL;
+    }
+    if (value == Py_None) {
+        return rule == PART_OPTIONAL || rule == PART_ITEMS ? Py_None : NULL;
+    }
+    if (rule == PART_ITEMS) {
+        return PyList_CheckExact(value) ? value : NULL;
+    }
+    if (!PyUnicode_CheckExact(value) || (rule == PART_LOWERCASE && !PyUnicode_IS_ASCII(value))) {
+        return NULL;
+    }
+    return value;
+}
+
+/* Adds one record's parts, from the values its mapping kept in `slots` as it was read;
+ * drops the section when the record is not as expected. */
+static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) {
+    if (!C->usable) {
+        return 0;
+    }
+    if (!PyDict_CheckExact(record)) {
+        C->usable = 0;
+        return 0;
+    }
+    Py_ssize_t mark = C->used;
+    if (PyList_GET_SIZE(C->lengths) > 0) {
+        if (capture_reserve(C, 1) < 0) {
+            return -1;
+        }
+        C->buffer[C->used++] = '\0';
+    }
+    int parts = 0;
+    Py_ssize_t length = 0;
+    for (int i = 0; i < C->parts; i++) {
+        int error = 0;
+        PyObject *value = part_value(C, i, slots[i], &error);
+        if (value == NULL) {
+            if (error) {
+                return -1;
+            }
+            C->usable = 0;
+            C->used = mark;
+            return 0;
+        }
+        if (PyList_CheckExact(value)) {
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(value); k++) {
+                PyObject *item = PyList_GET_ITEM(value, k);
+                if (!PyUnicode_CheckExact(item)) {
+                    C->usable = 0;
+                    C->used = mark;
+                    return 0;
+                }
+                if (capture_text(C, item, 0, &parts, &length) < 0) {
+                    return -1;
+                }
+            }
+        } else if (value != Py_None &&
+                   capture_text(C, value, C->rules[i] == PART_LOWERCASE, &parts, &length) < 0) {
+            return -1;
+        }
+    }
+    PyObject *size = PyLong_FromSsize_t(length);
+    if (size == NULL) {
+        return -1;
+    }
+    int failed = PyList_Append(C->lengths, size);
+    Py_DECREF(size);
+    return failed;
+}
+
+/* When the section's sequence has been read: its text in one string. */
+static int capture_finish(Capture *C) {
+    if (C->usable && C->joined == NULL) {
+        if (C->ascii) {
+            C->joined = PyUnicode_New(C->used, 127);
+            if (C->joined != NULL && C->used > 0) {
+                memcpy(PyUnicode_DATA(C->joined), C->buffer, (size_t)C->used);
+            }
+        } else {
+            C->joined = PyUnicode_DecodeUTF8(C->buffer, C->used, "strict");
+        }
+        if (C->joined == NULL) {
+            return -1;
+        }
+    }
+    PyMem_Free(C->buffer);
+    C->buffer = NULL;
+    C->size = C->used = 0;
+    return 0;
+}
+
+/* The capture for root key `key`, starting it; NULL when the key is not captured. */
+static Capture *capture_for(Parser *P, PyObject *key) {
+    for (int i = 0; i < P->capture_count; i++) {
+        Capture *C = &P->captures[i];
+        if (C->name == key || PyUnicode_Compare(C->name, key) == 0) {
+            if (C->started || !C->usable) {
+                return NULL; /* read once only (a repeated key is declined anyway) */
+            }
+            C->started = 1;
+            C->ascii = 1;
+            C->lengths = PyList_New(0);
+            return C->lengths == NULL ? NULL : C;
+        }
+    }
+    return NULL;
+}
+
+/* Reads the capture spec: {section: ((key, rule) | (key, rule, inner), ...)}. */
+static int read_capture_spec(Parser *P, PyObject *spec) {
+    PyObject *name;
+    PyObject *parts;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(spec, &position, &name, &parts)) {
+        if (P->capture_count >= MAX_CAPTURED_SECTIONS || !PyUnicode_Check(name) ||
+            !PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) > MAX_PARTS) {
+            PyErr_SetString(PyExc_ValueError, "capture: {section: ((key, rule[, inner]), ...)}");
+            return -1;
+        }
+        Capture *C = &P->captures[P->capture_count];
+        C->index = P->capture_count++;
+        C->name = name;
+        C->usable = 1;
+        C->parts = (int)PyTuple_GET_SIZE(parts);
+        for (int i = 0; i < C->parts; i++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, i);
+            if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) < 2 ||
+                PyTuple_GET_SIZE(part) > 3 || !PyUnicode_Check(PyTuple_GET_ITEM(part, 0)) ||
+                !PyLong_Check(PyTuple_GET_ITEM(part, 1))) {
+                PyErr_SetString(PyExc_ValueError, "capture: a part is (key, rule[, inner])");
+                return -1;
+            }
+            /* Interned, as the reader's keys are: a record's keys are matched by identity. */
+            PyObject *key = PyTuple_GET_ITEM(part, 0);
+            Py_INCREF(key);
+            PyUnicode_InternInPlace(&key);
+            C->keys[i] = key;
+            C->rules[i] = (int)PyLong_AsLong(PyTuple_GET_ITEM(part, 1));
+            C->inner[i] = PyTuple_GET_SIZE(part) == 3 ? PyTuple_GET_ITEM(part, 2) : NULL;
+            if (C->rules[i] < PART_TEXT || C->rules[i] > PART_NESTED_TEXT_OR_EMPTY ||
+                (C->rules[i] == PART_NESTED_TEXT_OR_EMPTY) != (C->inner[i] != NULL) ||
+                (C->inner[i] != NULL && !PyUnicode_Check(C->inner[i]))) {
+                PyErr_SetString(PyExc_ValueError, "capture: an unknown rule");
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void release_captures(Parser *P) {
+    for (int i = 0; i < P->capture_count; i++) {
+        for (int k = 0; k < MAX_PARTS; k++) {
+            Py_CLEAR(P->captures[i].keys[k]);
+        }
+        PyMem_Free(P->captures[i].buffer);
+        Py_CLEAR(P->captures[i].lengths);
+        Py_CLEAR(P->captures[i].joined);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Collections */
 
 static PyObject *block_mapping(Parser *P, int indent);
@@ -862,6 +1194,10 @@ static PyObject *block_mapping(Parser *P, int indent) {
     if (++P->depth > MAX_DEPTH) {
         return outside(P);
     }
+    Capture *record_of = P->depth == 3 ? P->capturing : NULL; /* a captured section's record */
+    if (record_of != NULL) {
+        memset(P->slots, 0, sizeof(P->slots));
+    }
     PyObject *mapping = PyDict_New();
     if (mapping == NULL) {
         return NULL;
@@ -872,13 +1208,24 @@ static PyObject *block_mapping(Parser *P, int indent) {
         if (length == 0 || length > MAX_KEY_LENGTH || is_special_word(key_start, length)) {
             goto outside_subset;
         }
-        PyObject *key = key_object(P, key_start, length);
+        KeySlot *key_slot;
+        PyObject *key = key_object(P, key_start, length, &key_slot);
         if (key == NULL) {
             goto error;
         }
         const char *q = key_start + length + 1;
         while (*q == ' ') {
             q++;
+        }
+        Capture *capture = NULL;
+        int root = P->depth == 1;
+        if (root && P->capture_count > 0) {
+            capture = capture_for(P, key);
+            if (capture == NULL && PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto error;
+            }
+            P->capturing = capture;
         }
         PyObject *value;
         if (*q == '\n') {
@@ -890,6 +1237,12 @@ static PyObject *block_mapping(Parser *P, int indent) {
         } else {
             P->p = q;
             value = inline_value(P, indent);
+        }
+        if (root) {
+            P->capturing = NULL;
+        }
+        if (value != NULL && capture != NULL && capture_finish(capture) < 0) {
+            Py_CLEAR(value);
         }
         if (value == NULL) {
             Py_DECREF(key);
@@ -906,6 +1259,20 @@ static PyObject *block_mapping(Parser *P, int indent) {
         }
         if (PyDict_GET_SIZE(mapping) == size) {
             goto outside_subset; /* a duplicate key: the full parser reports it */
+        }
+        if (record_of != NULL) {
+            int part = key_slot != NULL ? key_slot->part[record_of->index] : -1;
+            if (key_slot == NULL) {
+                /* Past the key cache (hundreds of distinct keys): compare with each part. */
+                for (int i = 0; i < record_of->parts; i++) {
+                    if (record_of->keys[i] == key) {
+                        part = i;
+                    }
+                }
+            }
+            if (part >= 0) {
+                P->slots[part] = value; /* the mapping holds it */
+            }
         }
         int next_indent;
         const char *line = next_content_line(P, P->p, &next_indent);
@@ -959,6 +1326,11 @@ static PyObject *block_sequence(Parser *P, int indent) {
             item = inline_value(P, indent);
         }
         if (item == NULL) {
+            goto error;
+        }
+        if (P->capturing != NULL && P->depth == 2 &&
+            capture_record(P->capturing, item, P->slots) < 0) {
+            Py_DECREF(item);
             goto error;
         }
         int failed = PyList_Append(sequence, item);
@@ -1015,10 +1387,16 @@ static PyObject *parse_document(Parser *P) {
     return root;
 }
 
-static PyObject *loads(PyObject *module, PyObject *text) {
+static PyObject *loads(PyObject *module, PyObject *const *args, Py_ssize_t count) {
     (void)module;
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "loads() takes a str");
+    if (count < 1 || count > 2) {
+        PyErr_SetString(PyExc_TypeError, "loads(text, capture=None) takes one or two arguments");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *spec = count == 2 ? args[1] : Py_None;
+    if (!PyUnicode_Check(text) || (spec != Py_None && !PyDict_Check(spec))) {
+        PyErr_SetString(PyExc_TypeError, "loads() takes a str and an optional dict");
         return NULL;
     }
     Py_ssize_t length;
@@ -1036,7 +1414,29 @@ static PyObject *loads(PyObject *module, PyObject *text) {
     }
     P->start = data;
     P->end = data + length;
-    PyObject *result = parse_document(P);
+    PyObject *result = NULL;
+    if (spec == Py_None || read_capture_spec(P, spec) == 0) {
+        result = parse_document(P);
+    }
+    if (result != NULL && spec != Py_None) {
+        PyObject *texts = PyDict_New();
+        for (int i = 0; texts != NULL && i < P->capture_count; i++) {
+            Capture *C = &P->captures[i];
+            if (C->joined == NULL || !C->usable) {
+                continue;
+            }
+            PyObject *pair = PyTuple_Pack(2, C->joined, C->lengths);
+            if (pair == NULL || PyDict_SetItem(texts, C->name, pair) < 0) {
+                Py_CLEAR(texts);
+            }
+            Py_XDECREF(pair);
+        }
+        PyObject *both = texts == NULL ? NULL : PyTuple_Pack(2, result, texts);
+        Py_XDECREF(texts);
+        Py_DECREF(result);
+        result = both;
+    }
+    release_captures(P);
     for (int slot = 0; slot < KEY_SLOTS; slot++) {
         Py_XDECREF(P->keys[slot].object);
     }
@@ -1050,9 +1450,10 @@ static PyObject *loads(PyObject *module, PyObject *text) {
 }
 
 static PyMethodDef methods[] = {
-    {"loads", loads, METH_O,
-     "loads(text, /)\n--\n\nThe parsed document when `text` is inside the plain block subset "
-     "(what yaml-rs would return), else None."},
+    {"loads", (PyCFunction)(void (*)(void))loads, METH_FASTCALL,
+     "loads(text, capture=None, /)\n--\n\nThe parsed document when `text` is inside the plain "
+     "block subset (what yaml-rs would return), else None; with `capture`, (document, "
+     "{section: (search text, lengths)})."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1070,5 +1471,9 @@ static struct PyModuleDef module_definition = {
 
 PyMODINIT_FUNC PyInit__blockyaml(void) {
     init_classes();
+    empty_text = PyUnicode_New(0, 0);
+    if (empty_text == NULL) {
+        return NULL;
+    }
     return PyModule_Create(&module_definition);
 }

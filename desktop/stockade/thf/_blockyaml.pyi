@@ -1,6 +1,13 @@
 """Compiled reader for the plain block-YAML subset that `.thf` writers emit (_blockyaml.c)."""
 
-from typing import Any
+from typing import Any, overload
 
+@overload
 def loads(text: str, /) -> dict[str, Any] | None:
     """The parsed document when `text` is inside the subset (what yaml-rs returns), else None."""
+
+@overload
+def loads(
+    text: str, capture: dict[str, tuple[tuple[Any, ...], ...]], /
+) -> tuple[dict[str, Any], dict[str, tuple[str, list[int]]]] | None:
+    """Also the search texts of the sections `capture` names (`thf.search_text`)."""

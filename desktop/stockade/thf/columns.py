@@ -13,7 +13,9 @@ freshly read document lie scattered over its heap, and touching each one costs f
 its compare. Joining touches each value once more, 1-2% of the read; a commit does not
 join the sections it changed (it would pay that on every edit), and the sections it left
 alone, the same lists as before, carry their joined texts over to the new document. `positions` answers only when that is exactly what a
-scan of the column would answer, and None (scan instead) otherwise.
+scan of the column would answer, and None (scan instead) otherwise. A document read by the
+compiled reader also keeps the search text of its large sections (`thf.search_text`), which
+the read tools' first text search would otherwise build from the entities.
 
 A section list is never mutated (every edit makes a new list), so its columns stay true as
 long as it lives. Nothing here keeps a document alive: an entry holds a weak reference to
@@ -62,15 +64,17 @@ def _joined(column: list[Any]) -> str | None:
 
 
 class KeptColumns:
-    """One section list's columns, and the joined text of each column of single ids."""
+    """One section list's columns, the joined text of each column of single ids, and the
+    search text the compiled reader collected for it (`thf.search_text`), if any."""
 
-    __slots__ = ("_clean", "_joined", "columns")
+    __slots__ = ("_clean", "_joined", "columns", "search_text")
 
     def __init__(self, columns: SectionColumns, join: bool) -> None:
         self.columns = columns
         self._joined = {field: _joined(column) for field, column in columns.items()} if join else {}
         # Whether no value of a joined column holds the separator itself (absent: not checked).
         self._clean: dict[str, bool] = {}
+        self.search_text: tuple[str, list[int]] | None = None
 
     @property
     def joined(self) -> bool:
@@ -144,6 +148,19 @@ def remember(document: Any, section: str, columns: SectionColumns, join: bool = 
         _kept.move_to_end(key)
         while len(_kept) > KEPT_SECTIONS:
             _kept.popitem(last=False)
+
+
+def remember_search_texts(document: Any, texts: dict[str, tuple[str, list[int]]]) -> None:
+    """Keep the search texts the reader collected for `document`'s sections, with the
+    columns its validation kept (a section without kept columns, or whose record count
+    differs, keeps none)."""
+    for section, (text, lengths) in texts.items():
+        entities = getattr(document, section, None)
+        if entities is None:
+            continue
+        kept = kept_columns(entities)
+        if kept is not None and len(lengths) == len(entities):
+            kept.search_text = (text, lengths)
 
 
 def kept_columns(entities: Sequence[Any]) -> KeptColumns | None:

@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import yaml_rs
 
 from stockade.thf.collector import collector_paused
+from stockade.thf.columns import remember_search_texts
 from stockade.thf.errors import CompatibilityWarning, ThfError, ThfErrorCode
+from stockade.thf.search_text import CAPTURE as SEARCH_TEXT_CAPTURE
+from stockade.thf.search_text import SearchTexts
 from stockade.thf.validate import compatibility_warnings, validate_document
 
-_load_block_subset: Callable[[str], dict[str, Any] | None] | None
+_load_block_subset: Callable[..., Any] | None
 try:
     from stockade.thf._blockyaml import loads as _load_block_subset
 except ImportError:  # a build made without a C compiler: yaml-rs reads every file
@@ -118,9 +121,11 @@ def _read(
 ) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
     text = _text_of(data)
     with collector_paused(promote_survivors=True):
-        parsed = _parse(text)
+        parsed, search_texts = _parse_with_search_texts(text)
         try:
             model = validate_document(parsed)
+            if search_texts:
+                remember_search_texts(model, search_texts)
             return model, compatibility_warnings(parsed) if with_warnings else ()
         finally:
             # Free the parse tree before the collector resumes, so its first pass only
@@ -204,6 +209,20 @@ def _decode(raw: bytes) -> str:
 def block_reader_available() -> bool:
     """Whether this build has the compiled reader of the plain block subset."""
     return _load_block_subset is not None
+
+
+def _parse_with_search_texts(text: str) -> tuple[Any, SearchTexts | None]:
+    """The parsed document and, when the compiled reader read it, the search texts of its
+    large sections (`thf.search_text`)."""
+    if _load_block_subset is not None:
+        try:
+            both = _load_block_subset(text, SEARCH_TEXT_CAPTURE)
+        except MemoryError:
+            both = None
+        if both is not None:
+            parsed, texts = both
+            return parsed, texts
+    return _parse(text), None
 
 
 def _parse(text: str) -> Any:

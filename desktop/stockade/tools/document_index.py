@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import accumulate, compress, count, islice, repeat
 from operator import add, attrgetter, contains, eq, is_, is_not, itemgetter
@@ -329,12 +329,24 @@ class SectionIndex:
         lower-casing it alone would (a final sigma stays final)."""
         text = self._text
         if text is None:
-            texts = section_texts(self.kind, self.section)
-            joined = "\x00".join(texts)
-            text = joined.lower()
-            # Lower-casing lengthens a few letters (İ becomes i and a combining dot); only
-            # then are the haystacks' own lower-cased lengths needed.
-            lengths = map(len, texts) if len(text) == len(joined) else map(len, map(str.lower, texts))
+            read = self._kept.search_text if self._kept is not None else None
+            if read is not None:
+                # The compiled reader collected it while reading (`thf.search_text`).
+                joined, read_lengths = read
+                text = joined.lower()
+                lengths: Iterable[int] = read_lengths
+                if len(text) != len(joined):
+                    starts = map(add, accumulate(read_lengths, initial=0), count())
+                    lengths = [len(joined[start:start + length].lower())
+                               for start, length in zip(starts, read_lengths, strict=False)]
+            else:
+                texts = section_texts(self.kind, self.section)
+                joined = "\x00".join(texts)
+                text = joined.lower()
+                # Lower-casing lengthens a few letters (İ becomes i and a combining dot);
+                # only then are the haystacks' own lower-cased lengths needed.
+                lengths = (map(len, texts) if len(text) == len(joined)
+                           else map(len, map(str.lower, texts)))
             # Each haystack begins one separator later than the lengths before it add up to.
             self._text_starts = list(map(add, accumulate(lengths, initial=0), count()))
             self._text = text

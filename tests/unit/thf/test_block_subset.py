@@ -328,9 +328,9 @@ def test_a_block_scalar_keeps_its_lines_and_chomps_as_yaml_does() -> None:
 def test_the_reader_takes_the_compiled_path_for_subset_text(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def spy(text: str) -> Any:
+    def spy(text: str, *capture: Any) -> Any:
         calls.append(text)
-        return block_loads(text)
+        return block_loads(text, *capture)
 
     monkeypatch.setattr(reader_module, "_load_block_subset", spy)
     data = fixture_bytes("v1.0-canonical-full.thf")
