@@ -221,6 +221,9 @@ static int scratch_reserve(Parser *P, Py_ssize_t more) {
 }
 
 static int scratch_append(Parser *P, const char *from, Py_ssize_t length) {
+    if (length == 0) {
+        return 0; /* the buffer may not exist yet */
+    }
     if (scratch_reserve(P, length) < 0) {
         return -1;
     }
@@ -1240,6 +1243,9 @@ static PyObject *block_mapping(Parser *P, int indent) {
         }
         if (root) {
             P->capturing = NULL;
+        }
+        if (value != NULL && capture != NULL && !PyList_CheckExact(value) && value != Py_None) {
+            capture->usable = 0; /* not a section of records: validation will say so */
         }
         if (value != NULL && capture != NULL && capture_finish(capture) < 0) {
             Py_CLEAR(value);
