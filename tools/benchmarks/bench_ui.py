@@ -143,15 +143,25 @@ def _row(name: str, metric: str, value: float, unit: str, target: float | None) 
     }
 
 
+def _write_model(size: int, path: Path) -> None:
+    """Generate and save the model in a child process. A child's peak RSS as `wait4` reports
+    it is at least the peak of the process that started it (Linux carries it across fork and
+    exec), so this process must never hold a large model itself."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tools.benchmarks.generate import generate_model; "
+        "from stockade.thf.writer import save; "
+        "save(generate_model(int(sys.argv[1])), Path(sys.argv[2]))"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(_ROOT / "desktop"), str(_ROOT)])
+    subprocess.run([sys.executable, "-c", script, str(size), str(path)], check=True, env=env,
+                   cwd=_ROOT)
+
+
 def run(include_streaming: bool = True) -> list[dict[str, Any]]:
     """Tree vs diagram (time, ratio, peak RSS) on 10k and 50k models, and pan/zoom stalls;
     then the chat pane's streaming figures (`ui_streaming.py`)."""
-    if str(_ROOT) not in sys.path:
-        sys.path.insert(0, str(_ROOT))
-    from tools.benchmarks.generate import generate_model
-
-    from stockade.thf.writer import save
-
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="stockade-bench-ui-") as tmp:
         folder = Path(tmp)
@@ -161,7 +171,7 @@ def run(include_streaming: bool = True) -> list[dict[str, Any]]:
         for size in SIZES:
             label = f"{size // 1000}k"
             model = folder / f"model-{label}.thf"
-            save(generate_model(size), model)
+            _write_model(size, model)
             _screenshot_run(model, "tree", folder, env)  # warm-up: bytecode cache, file cache
             samples: dict[str, list[tuple[float, float]]] = {"tree": [], "diagram": []}
             for _ in range(RUNS[size]):
