@@ -109,6 +109,12 @@ def _child_memory(path: str) -> dict[str, Any]:
     from stockade.thf.reader import read_text
 
     data = Path(path).read_bytes()
+    # The document models and their validators are imported by the first read: read a tiny
+    # document first, so "over imports" is the load's own memory.
+    read_text(
+        "version: '1.0'\nmetadata:\n  title: T\n  author: A\n  created: 2026-01-01\n"
+        "  modified: 2026-01-01\n"
+    )
     before = _peak_rss_kib()
     model = read_text(data)
     after = _peak_rss_kib()
