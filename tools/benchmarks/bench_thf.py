@@ -5,8 +5,11 @@ are generated and written with Stockade's writer; every figure is then measured 
 subprocess so earlier work (imports, caches, garbage) does not colour it. Times are medians
 (PyYAML's loader only at 1k and 10k: it takes about a minute at 50k).
 
-The bare-parse ratios compare `read_text` (parse + validate) with a plain parse of the same
-bytes: by yaml-rs, the parser Stockade uses, and by PyYAML's C loader. Stockade pauses the
+The bare-parse ratios compare `read_text` (parse + validate, as the app and the command line
+read a file) with a plain parse of the same bytes: by yaml-rs, the parser Stockade uses for
+any YAML, and by PyYAML's C loader. Two more rows show where the read's time goes: the same
+read in a build without the compiled block reader (every file through yaml-rs), and the
+compiled reader's bare parse (docs/adr/0010-compiled-block-reader.md). Stockade pauses the
 cyclic garbage collector while reading (see thf/reader.py), so the yaml-rs comparison is made
 both ways: against a plain `yaml_rs.loads` call, and against one with the collector paused
 too (the like-for-like cost of validation).
@@ -71,10 +74,23 @@ def _child_times(path: str, runs: int, with_pyyaml: bool) -> dict[str, Any]:
         finally:
             gc.enable()
 
+    from stockade.thf import reader
+
+    compiled = reader._load_block_subset
+
+    def load_yaml_rs_only() -> Any:
+        reader._load_block_subset = None
+        try:
+            return read_text(data)
+        finally:
+            reader._load_block_subset = compiled
+
     model = read_text(data)
     out = Path(path).with_suffix(".saved.thf")
     result = {
         "load": median(lambda: read_text(data), runs),
+        "load_yaml_rs_only": median(load_yaml_rs_only, runs),
+        "bare_block": median(lambda: compiled(text), runs) if compiled is not None else None,
         "bare_yaml_rs": median(lambda: yaml_rs.loads(text, parse_datetime=False), runs),
         "bare_yaml_rs_paused": median(bare_paused, runs),
         "save": median(lambda: save(model, out), runs),
@@ -190,6 +206,25 @@ def run() -> list[dict[str, Any]]:
                     f"{times['save'] / TARGET_SAVE_10K_S:.2f}x target" if is_10k else None,
                 )
             )
+            rows.append(
+                _row(
+                    f"{label} load+validate, yaml-rs only (a build without the compiled reader)",
+                    times["load_yaml_rs_only"],
+                    "s",
+                    None,
+                    f"load = {load / times['load_yaml_rs_only']:.2f}x this",
+                )
+            )
+            if times["bare_block"] is not None:
+                rows.append(
+                    _row(
+                        f"{label} bare parse, compiled block reader (search texts not collected)",
+                        times["bare_block"],
+                        "s",
+                        None,
+                        f"load = {load / times['bare_block']:.2f}x this",
+                    )
+                )
             rows.append(
                 _row(
                     f"{label} bare parse yaml-rs",
