@@ -51,6 +51,13 @@ typedef struct {
     signed char part[MAX_CAPTURED_SECTIONS];
 } KeySlot;
 
+/* A growable byte buffer (the scratch of rebuilt scalars, a section's search text). */
+typedef struct {
+    char *data;
+    Py_ssize_t used;
+    Py_ssize_t size;
+} Buffer;
+
 /* Rules of a captured part (thf/search_text.py spells the same numbers). */
 enum {
     PART_TEXT = 0,           /* required text */
@@ -69,9 +76,7 @@ typedef struct {
     PyObject *inner[MAX_PARTS];
     int rules[MAX_PARTS];
     int parts;
-    char *buffer; /* the UTF-8 text so far */
-    Py_ssize_t used;
-    Py_ssize_t size;
+    Buffer text; /* the UTF-8 text so far */
     int ascii;
     int started;
     PyObject *lengths;
@@ -85,9 +90,7 @@ typedef struct {
     const char *p;   /* cursor */
     int depth;
     int out_of_subset; /* set when the text leaves the subset (no Python error is set) */
-    char *scratch;
-    Py_ssize_t scratch_size;
-    Py_ssize_t scratch_used;
+    Buffer scratch;
     KeySlot keys[KEY_SLOTS];
     int key_count;
     Capture captures[MAX_CAPTURED_SECTIONS];
@@ -196,74 +199,87 @@ static PyObject *make_string(const char *from, Py_ssize_t length, int ascii) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Scratch buffer for scalars that are rebuilt (escapes, block scalars). */
+/* Buffers */
 
-static int scratch_reserve(Parser *P, Py_ssize_t more) {
-    if (P->scratch_used + more <= P->scratch_size) {
+static int buffer_reserve(Buffer *B, Py_ssize_t more) {
+    if (B->used + more <= B->size) {
         return 0;
     }
-    Py_ssize_t size = P->scratch_size ? P->scratch_size : 256;
-    while (size < P->scratch_used + more) {
+    Py_ssize_t size = B->size ? B->size : 256;
+    while (size < B->used + more) {
         if (size > PY_SSIZE_T_MAX / 2) {
             PyErr_NoMemory();
             return -1;
         }
         size *= 2;
     }
-    char *grown = PyMem_Realloc(P->scratch, (size_t)size);
+    char *grown = PyMem_Realloc(B->data, (size_t)size);
     if (grown == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    P->scratch = grown;
-    P->scratch_size = size;
+    B->data = grown;
+    B->size = size;
     return 0;
 }
 
-static int scratch_append(Parser *P, const char *from, Py_ssize_t length) {
+static int buffer_append(Buffer *B, const char *from, Py_ssize_t length) {
     if (length == 0) {
         return 0; /* the buffer may not exist yet */
     }
-    if (scratch_reserve(P, length) < 0) {
+    if (buffer_reserve(B, length) < 0) {
         return -1;
     }
-    memcpy(P->scratch + P->scratch_used, from, (size_t)length);
-    P->scratch_used += length;
+    memcpy(B->data + B->used, from, (size_t)length);
+    B->used += length;
     return 0;
 }
 
-static int scratch_newlines(Parser *P, Py_ssize_t count) {
-    if (scratch_reserve(P, count) < 0) {
+static int buffer_newlines(Buffer *B, Py_ssize_t count) {
+    if (buffer_reserve(B, count) < 0) {
         return -1;
     }
-    memset(P->scratch + P->scratch_used, '\n', (size_t)count);
-    P->scratch_used += count;
+    memset(B->data + B->used, '\n', (size_t)count);
+    B->used += count;
     return 0;
 }
 
-static int scratch_code_point(Parser *P, unsigned long code) {
-    char bytes[4];
-    Py_ssize_t length;
+static void buffer_free(Buffer *B) {
+    PyMem_Free(B->data);
+    B->data = NULL;
+    B->used = B->size = 0;
+}
+
+/* Writes `code` as UTF-8 at `to`; returns the bytes written (1 to 4). */
+static int utf8_encode(Py_UCS4 code, char *to) {
     if (code < 0x80) {
-        bytes[0] = (char)code;
-        length = 1;
-    } else if (code < 0x800) {
-        bytes[0] = (char)(0xC0 | (code >> 6));
-        bytes[1] = (char)(0x80 | (code & 0x3F));
-        length = 2;
-    } else if (code < 0x10000) {
-        bytes[0] = (char)(0xE0 | (code >> 12));
-        bytes[1] = (char)(0x80 | ((code >> 6) & 0x3F));
-        bytes[2] = (char)(0x80 | (code & 0x3F));
-        length = 3;
-    } else {
-        bytes[0] = (char)(0xF0 | (code >> 18));
-        bytes[1] = (char)(0x80 | ((code >> 12) & 0x3F));
-        bytes[2] = (char)(0x80 | ((code >> 6) & 0x3F));
-        bytes[3] = (char)(0x80 | (code & 0x3F));
-        length = 4;
+        to[0] = (char)code;
+        return 1;
     }
-    return scratch_append(P, bytes, length);
+    if (code < 0x800) {
+        to[0] = (char)(0xC0 | (code >> 6));
+        to[1] = (char)(0x80 | (code & 0x3F));
+        return 2;
+    }
+    if (code < 0x10000) {
+        to[0] = (char)(0xE0 | (code >> 12));
+        to[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+        to[2] = (char)(0x80 | (code & 0x3F));
+        return 3;
+    }
+    to[0] = (char)(0xF0 | (code >> 18));
+    to[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+    to[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+    to[3] = (char)(0x80 | (code & 0x3F));
+    return 4;
+}
+
+static int buffer_code_point(Buffer *B, Py_UCS4 code) {
+    if (buffer_reserve(B, 4) < 0) {
+        return -1;
+    }
+    B->used += utf8_encode(code, B->data + B->used);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -597,6 +613,12 @@ static int quoted_line_ends(Parser *P, const char *q) {
     return 1;
 }
 
+/* Whether the quoted text [from, close) holds only allowed characters and its closing quote
+ * ends the line (then P->p moves past it). */
+static int quoted_text_ends_line(Parser *P, const char *from, const char *close, int *ascii) {
+    return allowed_text(from, close, ascii) && quoted_line_ends(P, close + 1);
+}
+
 static PyObject *single_quoted(Parser *P) {
     const char *from = P->p + 1;
     const char *q = from;
@@ -615,34 +637,31 @@ static PyObject *single_quoted(Parser *P) {
         }
         q++;
     }
-    int ascii;
-    if (!allowed_text(from, q, &ascii)) {
-        return outside(P);
-    }
     const char *close = q;
-    if (!quoted_line_ends(P, close + 1)) {
+    int ascii;
+    if (!quoted_text_ends_line(P, from, close, &ascii)) {
         return outside(P);
     }
     if (!doubled) {
         return make_string(from, close - from, ascii);
     }
-    P->scratch_used = 0;
+    P->scratch.used = 0;
     const char *r = from;
     while (r < close) {
         const char *quote = memchr(r, '\'', (size_t)(close - r));
         const char *stop = quote ? quote : close;
-        if (scratch_append(P, r, stop - r) < 0) {
+        if (buffer_append(&P->scratch, r, stop - r) < 0) {
             return NULL;
         }
         if (quote == NULL) {
             break;
         }
-        if (scratch_append(P, "'", 1) < 0) {
+        if (buffer_append(&P->scratch, "'", 1) < 0) {
             return NULL;
         }
         r = quote + 2;
     }
-    return make_string(P->scratch, P->scratch_used, ascii);
+    return make_string(P->scratch.data, P->scratch.used, ascii);
 }
 
 static int hex_value(char c) {
@@ -682,21 +701,18 @@ static PyObject *double_quoted(Parser *P) {
     }
     const char *close = q;
     int ascii;
-    if (!allowed_text(from, close, &ascii)) {
-        return outside(P);
-    }
-    if (!quoted_line_ends(P, close + 1)) {
+    if (!quoted_text_ends_line(P, from, close, &ascii)) {
         return outside(P);
     }
     if (!escaped) {
         return make_string(from, close - from, ascii);
     }
-    P->scratch_used = 0;
+    P->scratch.used = 0;
     const char *r = from;
     while (r < close) {
         const char *slash = memchr(r, '\\', (size_t)(close - r));
         const char *stop = slash ? slash : close;
-        if (scratch_append(P, r, stop - r) < 0) {
+        if (buffer_append(&P->scratch, r, stop - r) < 0) {
             return NULL;
         }
         if (slash == NULL) {
@@ -726,13 +742,13 @@ static PyObject *double_quoted(Parser *P) {
             return outside(P); /* \N, \_, \L, \P and unknown escapes: the full parser */
         }
         if (simple != NULL) {
-            if (scratch_append(P, simple, 1) < 0) {
+            if (buffer_append(&P->scratch, simple, 1) < 0) {
                 return NULL;
             }
             r = slash + 2;
             continue;
         }
-        unsigned long code = 0;
+        Py_UCS4 code = 0;
         for (int k = 0; k < digits; k++) {
             const char *h = slash + 2 + k;
             if (h >= close) {
@@ -742,12 +758,12 @@ static PyObject *double_quoted(Parser *P) {
             if (v < 0) {
                 return outside(P);
             }
-            code = code * 16 + (unsigned long)v;
+            code = code * 16 + (Py_UCS4)v;
         }
         if ((code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) {
             return outside(P);
         }
-        if (scratch_code_point(P, code) < 0) {
+        if (buffer_code_point(&P->scratch, code) < 0) {
             return NULL;
         }
         if (code >= 0x80) {
@@ -755,7 +771,7 @@ static PyObject *double_quoted(Parser *P) {
         }
         r = slash + 2 + digits;
     }
-    return make_string(P->scratch, P->scratch_used, ascii);
+    return make_string(P->scratch.data, P->scratch.used, ascii);
 }
 
 /* A literal block scalar whose header starts at P->p (the '|'); `parent` is the indentation
@@ -805,7 +821,7 @@ static PyObject *literal_block(Parser *P, int parent) {
             return outside(P); /* empty content, or an error: the full parser decides */
         }
     }
-    P->scratch_used = 0;
+    P->scratch.used = 0;
     int ascii = 1;
     Py_ssize_t blanks = 0;
     int lines = 0;
@@ -829,14 +845,14 @@ static PyObject *literal_block(Parser *P, int parent) {
             return outside(P);
         }
         ascii &= line_ascii;
-        if (lines > 0 && scratch_newlines(P, 1) < 0) {
+        if (lines > 0 && buffer_newlines(&P->scratch, 1) < 0) {
             return NULL;
         }
-        if (blanks > 0 && scratch_newlines(P, blanks) < 0) {
+        if (blanks > 0 && buffer_newlines(&P->scratch, blanks) < 0) {
             return NULL;
         }
         blanks = 0;
-        if (scratch_append(P, text, eol - text) < 0) {
+        if (buffer_append(&P->scratch, text, eol - text) < 0) {
             return NULL;
         }
         lines++;
@@ -845,14 +861,14 @@ static PyObject *literal_block(Parser *P, int parent) {
     if (lines == 0) {
         return outside(P);
     }
-    if (chomp == 'c' && scratch_newlines(P, 1) < 0) {
+    if (chomp == 'c' && buffer_newlines(&P->scratch, 1) < 0) {
         return NULL;
     }
-    if (chomp == '+' && scratch_newlines(P, 1 + blanks) < 0) {
+    if (chomp == '+' && buffer_newlines(&P->scratch, 1 + blanks) < 0) {
         return NULL;
     }
     P->p = q;
-    return make_string(P->scratch, P->scratch_used, ascii);
+    return make_string(P->scratch.data, P->scratch.used, ascii);
 }
 
 /* `[]` or `{}` followed by spaces and the line end. */
@@ -902,28 +918,6 @@ static PyObject *inline_value(Parser *P, int parent) {
 
 static PyObject *empty_text;
 
-static int capture_reserve(Capture *C, Py_ssize_t more) {
-    if (C->used + more <= C->size) {
-        return 0;
-    }
-    Py_ssize_t size = C->size ? C->size : 4096;
-    while (size < C->used + more) {
-        if (size > PY_SSIZE_T_MAX / 2) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        size *= 2;
-    }
-    char *grown = PyMem_Realloc(C->buffer, (size_t)size);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    C->buffer = grown;
-    C->size = size;
-    return 0;
-}
-
 /* Appends text as UTF-8 (lower-casing ASCII letters when asked), after a line break unless
  * it is the record's first part. Returns -1 with an error set on failure. */
 static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
@@ -932,13 +926,14 @@ static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
     int kind = PyUnicode_KIND(value);
     const void *data = PyUnicode_DATA(value);
     /* At most 4 bytes a character, and a line break. */
-    if (characters > (PY_SSIZE_T_MAX - 1) / 4 || capture_reserve(C, characters * 4 + 1) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
+    if (characters > (PY_SSIZE_T_MAX - 1) / 4) {
+        PyErr_NoMemory();
         return -1;
     }
-    char *to = C->buffer + C->used;
+    if (buffer_reserve(&C->text, characters * 4 + 1) < 0) {
+        return -1;
+    }
+    char *to = C->text.data + C->text.used;
     if (*parts > 0) {
         *to++ = '\n';
         *length += 1;
@@ -957,25 +952,10 @@ static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
     } else {
         C->ascii = 0;
         for (Py_ssize_t i = 0; i < characters; i++) {
-            Py_UCS4 code = PyUnicode_READ(kind, data, i);
-            if (code < 0x80) {
-                *to++ = (char)code;
-            } else if (code < 0x800) {
-                *to++ = (char)(0xC0 | (code >> 6));
-                *to++ = (char)(0x80 | (code & 0x3F));
-            } else if (code < 0x10000) {
-                *to++ = (char)(0xE0 | (code >> 12));
-                *to++ = (char)(0x80 | ((code >> 6) & 0x3F));
-                *to++ = (char)(0x80 | (code & 0x3F));
-            } else {
-                *to++ = (char)(0xF0 | (code >> 18));
-                *to++ = (char)(0x80 | ((code >> 12) & 0x3F));
-                *to++ = (char)(0x80 | ((code >> 6) & 0x3F));
-                *to++ = (char)(0x80 | (code & 0x3F));
-            }
+            to += utf8_encode(PyUnicode_READ(kind, data, i), to);
         }
     }
-    C->used = to - C->buffer;
+    C->text.used = to - C->text.data;
     *length += characters;
     *parts += 1;
     return 0;
@@ -1027,12 +1007,9 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
         C->usable = 0;
         return 0;
     }
-    Py_ssize_t mark = C->used;
-    if (PyList_GET_SIZE(C->lengths) > 0) {
-        if (capture_reserve(C, 1) < 0) {
-            return -1;
-        }
-        C->buffer[C->used++] = '\0';
+    Py_ssize_t mark = C->text.used;
+    if (PyList_GET_SIZE(C->lengths) > 0 && buffer_append(&C->text, "", 1) < 0) {
+        return -1; /* the NUL between records */
     }
     int parts = 0;
     Py_ssize_t length = 0;
@@ -1044,7 +1021,7 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
                 return -1;
             }
             C->usable = 0;
-            C->used = mark;
+            C->text.used = mark;
             return 0;
         }
         if (PyList_CheckExact(value)) {
@@ -1052,7 +1029,7 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
                 PyObject *item = PyList_GET_ITEM(value, k);
                 if (!PyUnicode_CheckExact(item)) {
                     C->usable = 0;
-                    C->used = mark;
+                    C->text.used = mark;
                     return 0;
                 }
                 if (capture_text(C, item, 0, &parts, &length) < 0) {
@@ -1076,21 +1053,12 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
 /* When the section's sequence has been read: its text in one string. */
 static int capture_finish(Capture *C) {
     if (C->usable && C->joined == NULL) {
-        if (C->ascii) {
-            C->joined = PyUnicode_New(C->used, 127);
-            if (C->joined != NULL && C->used > 0) {
-                memcpy(PyUnicode_DATA(C->joined), C->buffer, (size_t)C->used);
-            }
-        } else {
-            C->joined = PyUnicode_DecodeUTF8(C->buffer, C->used, "strict");
-        }
+        C->joined = make_string(C->text.data, C->text.used, C->ascii);
         if (C->joined == NULL) {
             return -1;
         }
     }
-    PyMem_Free(C->buffer);
-    C->buffer = NULL;
-    C->size = C->used = 0;
+    buffer_free(&C->text);
     return 0;
 }
 
@@ -1158,7 +1126,7 @@ static void release_captures(Parser *P) {
         for (int k = 0; k < MAX_PARTS; k++) {
             Py_CLEAR(P->captures[i].keys[k]);
         }
-        PyMem_Free(P->captures[i].buffer);
+        buffer_free(&P->captures[i].text);
         Py_CLEAR(P->captures[i].lengths);
         Py_CLEAR(P->captures[i].joined);
     }
@@ -1172,6 +1140,29 @@ static PyObject *block_sequence(Parser *P, int indent);
 
 static int is_dash(const char *q) {
     return q[0] == '-' && (q[1] == ' ' || q[1] == '\n');
+}
+
+enum { ENTRY_NONE, ENTRY_SAME, ENTRY_OUTSIDE };
+
+/* After an entry of a collection in column `indent`: ENTRY_SAME with P->p at the next
+ * line's first character when that line is in the same column; ENTRY_NONE with P->p at the
+ * start of a less indented line (or the end) when the collection is over; ENTRY_OUTSIDE
+ * for a more indented line or a refused comment. */
+static int next_entry(Parser *P, int indent) {
+    int next_indent;
+    const char *line = next_content_line(P, P->p, &next_indent);
+    if (line == NULL) {
+        return ENTRY_OUTSIDE;
+    }
+    if (line == P->end || next_indent < indent) {
+        P->p = line;
+        return ENTRY_NONE;
+    }
+    if (next_indent > indent) {
+        return ENTRY_OUTSIDE;
+    }
+    P->p = line + next_indent;
+    return ENTRY_SAME;
 }
 
 /* What follows `key:` at the end of its line: a nested collection, or null. */
@@ -1280,19 +1271,13 @@ static PyObject *block_mapping(Parser *P, int indent) {
                 P->slots[part] = value; /* the mapping holds it */
             }
         }
-        int next_indent;
-        const char *line = next_content_line(P, P->p, &next_indent);
-        if (line == NULL) {
+        int next = next_entry(P, indent);
+        if (next == ENTRY_OUTSIDE) {
             goto outside_subset;
         }
-        if (line == P->end || next_indent < indent) {
-            P->p = line;
+        if (next == ENTRY_NONE) {
             break;
         }
-        if (next_indent > indent) {
-            goto outside_subset;
-        }
-        P->p = line + next_indent;
     }
     P->depth--;
     return mapping;
@@ -1344,24 +1329,18 @@ static PyObject *block_sequence(Parser *P, int indent) {
         if (failed < 0) {
             goto error;
         }
-        int next_indent;
-        const char *line = next_content_line(P, P->p, &next_indent);
-        if (line == NULL) {
+        int next = next_entry(P, indent);
+        if (next == ENTRY_OUTSIDE) {
             goto outside_subset;
         }
-        if (line == P->end || next_indent < indent) {
-            P->p = line;
+        if (next == ENTRY_NONE) {
             break;
         }
-        if (next_indent > indent) {
-            goto outside_subset;
-        }
-        if (!is_dash(line + next_indent)) {
+        if (!is_dash(P->p)) {
             /* A key in the same column: the sequence was the value of the mapping there. */
-            P->p = line;
+            P->p -= indent;
             break;
         }
-        P->p = line + next_indent;
     }
     P->depth--;
     return sequence;
@@ -1446,7 +1425,7 @@ static PyObject *loads(PyObject *module, PyObject *const *args, Py_ssize_t count
     for (int slot = 0; slot < KEY_SLOTS; slot++) {
         Py_XDECREF(P->keys[slot].object);
     }
-    PyMem_Free(P->scratch);
+    buffer_free(&P->scratch);
     int out_of_subset = P->out_of_subset;
     PyMem_Free(P);
     if (result == NULL && out_of_subset && !PyErr_Occurred()) {

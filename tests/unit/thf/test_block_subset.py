@@ -279,17 +279,24 @@ MUTATIONS = ["", " ", "  ", "\n", "-", "- ", ":", ": ", "#", " #", "'", '"', "\\
              "\t", "\r", "[", "]", "{", "}", "&", "*", "!", "~", "0", "1.5", "é", "\u2028", "---"]
 
 
+EDITS = st.tuples(st.integers(0, len(SEED)), st.integers(0, 6), st.sampled_from(MUTATIONS))
+
+
+def mutated(edits: list[tuple[int, int, str]]) -> str:
+    """The seed file with each edit's characters removed and its text inserted, in turn."""
+    text = SEED
+    for position, removed, inserted in edits:
+        at = position % (len(text) + 1)
+        text = text[:at] + inserted + text[at + removed:]
+    return text
+
+
 @settings(max_examples=examples(800), deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(SEED)), st.integers(0, 6), st.sampled_from(MUTATIONS)),
-                min_size=1, max_size=4))
+@given(st.lists(EDITS, min_size=1, max_size=4))
 def test_mutated_files_read_as_yaml_rs_reads_them_or_are_declined(
     edits: list[tuple[int, int, str]],
 ) -> None:
-    text = SEED
-    for position, removed, inserted in edits:
-        position %= len(text) + 1
-        text = text[:position] + inserted + text[position + removed:]
-    check(text)
+    check(mutated(edits))
 
 
 @pytest.mark.parametrize(
@@ -346,15 +353,11 @@ def outcome(data: bytes | str) -> Any:
 
 
 @settings(max_examples=examples(400), deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(SEED)), st.integers(0, 6), st.sampled_from(MUTATIONS)),
-                max_size=3))
+@given(st.lists(EDITS, max_size=3))
 def test_reading_gives_the_same_model_or_error_with_and_without_the_compiled_path(
     edits: list[tuple[int, int, str]],
 ) -> None:
-    text = SEED
-    for position, removed, inserted in edits:
-        position %= len(text) + 1
-        text = text[:position] + inserted + text[position + removed:]
+    text = mutated(edits)
     with_it = outcome(text)
     saved = reader_module._load_block_subset
     reader_module._load_block_subset = None
