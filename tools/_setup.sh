@@ -14,7 +14,7 @@ fi
 
 stamp="$VENV/.stockade-setup-stamp"
 # The C sources count too: the editable install compiles them in place (the block reader).
-want="$(cat pyproject.toml desktop/stockade/thf/*.c | sha256sum | cut -d' ' -f1)"
+want="$(cat pyproject.toml desktop/stockade/*/*.c | sha256sum | cut -d' ' -f1)"
 # The compiled block reader (desktop/stockade/thf/_blockyaml.c) needs a C compiler; the build
 # goes on without one (yaml-rs then reads every file), and the tests say so.
 ensure_c_compiler() {

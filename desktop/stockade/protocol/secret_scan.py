@@ -106,6 +106,25 @@ def may_be_redacted(lowered: str) -> bool:
         "utf-8", "surrogatepass").translate(_TOKEN_BYTES)
 
 
+_compiled_hint_starts: Callable[[str, tuple[str, ...], str, int], list[int]] | None
+try:
+    from stockade.protocol._hints import hint_starts as _compiled_hint_starts
+except ImportError:  # a build made without a C compiler
+    _compiled_hint_starts = None
+
+_TOKEN_CHARS = _TOKEN_CLASS.decode("ascii")
+
+
+def hint_starts(lowered: str) -> list[int] | None:
+    """Ascending offsets in `lowered` where a hint of `may_be_redacted` or a run of 32 token
+    characters begins, from one compiled pass; None in a build without it. A part of the text
+    that holds none of these offsets (with room for what starts there: hints and runs never
+    span a NUL or a line break) is one `may_be_redacted` says False for."""
+    if _compiled_hint_starts is None:
+        return None
+    return _compiled_hint_starts(lowered, _SECRET_HINTS, _TOKEN_CHARS, len(_TOKEN_RUN))
+
+
 _TOKEN_MIN = 32
 """The shortest run `_TOKEN` matches: shorter text has no high-entropy token."""
 _HEX = re.compile(r"[0-9a-fA-F\-]+")

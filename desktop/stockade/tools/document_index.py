@@ -29,7 +29,7 @@ the model's rules). The bound keeps at most `CACHED_SECTIONS` sections alive.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from stockade.protocol.secret_scan import may_be_redacted, redacted
+from stockade.protocol.secret_scan import hint_starts, may_be_redacted, redacted
 from stockade.thf.columns import KeptColumns, kept_columns
 from stockade.thf.model import SECTION_NAMES, ThreatModel
 
@@ -161,8 +161,8 @@ def _positions_of(column: list[Any], value: Any) -> list[int]:
 class SectionIndex:
     """Lookup tables for one section list of one kind, each built when reads need it."""
 
-    __slots__ = ("_columns", "_kept", "_may_redact", "_plain", "_positions", "_reverse", "_scans",
-                 "_shown", "_text", "_text_starts", "kind", "length", "section")
+    __slots__ = ("_columns", "_hints", "_kept", "_may_redact", "_plain", "_positions", "_reverse",
+                 "_scans", "_shown", "_text", "_text_starts", "kind", "length", "section")
 
     def __init__(self, kind: str, section: Sequence[Any]) -> None:
         self.kind = kind
@@ -181,6 +181,7 @@ class SectionIndex:
         # Whether nothing in the whole search text could be redacted (None: not decided), and
         # that verdict per haystack, for the haystacks matches needed it for.
         self._plain: bool | None = None
+        self._hints: list[int] | None = None
         self._may_redact: dict[int, bool] = {}
         self._shown: dict[int, str] = {}
 
@@ -395,14 +396,18 @@ class SectionIndex:
         # that nothing could redact is shown as it is, so only the haystacks that might hold a
         # secret are redacted and searched again: usually none, decided by one test over the
         # matched haystacks, or for many matches over the whole section once.
+        # With many matches the whole section is scanned once: where every hint begins, in one
+        # compiled pass (`hint_starts`), which then answers for each haystack too.
         if not found:
             return found
         text, starts = self.search_text()
         if self._plain is None and len(found) * 8 >= self.length:
-            self._plain = not may_be_redacted(text)
+            self._hints = hint_starts(text)
+            self._plain = not (may_be_redacted(text) if self._hints is None else self._hints)
         if self._plain:
             return found
-        if self._plain is None and not may_be_redacted(
+        hints = self._hints
+        if hints is None and self._plain is None and not may_be_redacted(
                 "\x00".join([text[starts[i]:starts[i + 1] - 1] for i in found])):
             return found
         verdicts = self._may_redact
@@ -411,7 +416,12 @@ class SectionIndex:
         for i in found:
             verdict = verdicts.get(i)
             if verdict is None:
-                verdict = verdicts[i] = may_be_redacted(text[starts[i]:starts[i + 1] - 1])
+                if hints is None:
+                    verdict = may_be_redacted(text[starts[i]:starts[i + 1] - 1])
+                else:
+                    at = bisect_left(hints, starts[i])
+                    verdict = at < len(hints) and hints[at] < starts[i + 1] - 1
+                verdicts[i] = verdict
             if not verdict or needle in shown(i):
                 kept.append(i)
         return kept

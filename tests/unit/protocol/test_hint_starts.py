@@ -1,0 +1,65 @@
+"""The compiled hint scan answers for every part of a text as `may_be_redacted` does.
+
+`secret_scan.hint_starts` (protocol/_hints.c) lists where each hint of `may_be_redacted`, and
+each run of 32 token characters, begins in a lower-cased text, in one pass. The read tools'
+text search asks it once per section and then decides each haystack (the parts between NULs)
+by whether one of those offsets falls inside it. These tests compare that decision with
+`may_be_redacted` on each part of generated texts: hints whole, cut, in other cases, next to
+separators, runs of 31, 32 and more token characters, broken by non-ASCII letters.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_left
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from stockade.protocol import secret_scan
+from stockade.protocol.secret_scan import _SECRET_HINTS, hint_starts, may_be_redacted
+from tests.conftest import examples
+
+if secret_scan._compiled_hint_starts is None:
+    if os.environ.get("STOCKADE_ALLOW_NO_BLOCK_READER") != "1":
+        pytest.fail("the compiled hint scan (stockade.protocol._hints) is not built: "
+                    "tools/_setup.sh builds it with the package (needs a C compiler)",
+                    pytrace=False)
+    pytest.skip("this build has no compiled hint scan", allow_module_level=True)
+
+PIECES = [*_SECRET_HINTS, "privatekey", "private  key", "gh_", "ghp", "github_pa", "sk", "k-",
+          ":/", "//", "bear", "earer", "akiA", "\x00", "\n", " ", "é", "ǆ", "i̇", "a" * 31,
+          "Ab1+/=_-" * 4, "x" * 32, "y" * 33, "z", "-", "_", "/"]
+texts = st.lists(st.sampled_from(PIECES) | st.text("abgks:/-_ep\x00\n ", max_size=6),
+                 max_size=12).map("".join)
+
+
+def verdicts_from_offsets(text: str) -> list[bool]:
+    offsets = hint_starts(text)
+    assert offsets is not None
+    assert offsets == sorted(offsets)
+    verdicts = []
+    start = 0
+    for part in text.split("\x00"):
+        end = start + len(part)
+        at = bisect_left(offsets, start)
+        verdicts.append(at < len(offsets) and offsets[at] < end)
+        start = end + 1
+    return verdicts
+
+
+@settings(max_examples=examples(800), deadline=None)
+@given(texts)
+@example("x" * 31 + "\x00" + "y" * 32)
+@example("github_pat_\x00ghp_")
+@example("sk" + "\x00" + "-")
+@example("ab" * 16 + "é" + "cd" * 16)
+def test_each_part_is_decided_as_may_be_redacted_decides_it(text: str) -> None:
+    lowered = text.lower()
+    assert verdicts_from_offsets(lowered) == [may_be_redacted(part) for part in lowered.split("\x00")]
+
+
+def test_offsets_point_at_each_hint_and_run() -> None:
+    text = "a://b\x00" + "k" * 40 + "\x00bearer ghp_"
+    assert hint_starts(text) == [1, 6, 47, 54]
