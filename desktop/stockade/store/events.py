@@ -50,12 +50,18 @@ def event_rows(conn: Connection, *, after: int = 0) -> Iterator[tuple[Any, ...]]
     """Every event with seq > `after` as raw tuples in seq order, for the verify loop.
 
     From SQLite, the cursor itself: it makes each row in C as the loop takes it, so no list of
-    rows is held and each row is freed before the next is made. psycopg's cursor iterates
-    through a Python generator per row, while `fetchmany` builds a whole batch in C, so from
-    PostgreSQL the rows come in batches, chained in C."""
-    cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
-    if isinstance(cur, sqlite3.Cursor):
-        return cur
+    rows is held and each row is freed before the next is made. From PostgreSQL, the rows as the
+    server sends them (`PgConnection.stream`): waiting for the whole result first left the
+    client idle while the server read the table, then parsing one 100,000-row result cost more
+    than psycopg's generator per row."""
+    sql = f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq"
+    if isinstance(conn, sqlite3.Connection):
+        return conn.execute(sql, (after,))
+    stream = getattr(conn, "stream", None)  # `PgConnection.stream`; not in the protocol
+    if stream is not None:
+        rows: Iterator[tuple[Any, ...]] = stream(sql, (after,))
+        return rows
+    cur = conn.execute(sql, (after,))
     return chain.from_iterable(iter(partial(cur.fetchmany, 10_000), []))
 
 
