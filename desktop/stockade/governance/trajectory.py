@@ -538,8 +538,7 @@ class _ChainCheck:
         key = self.key
         if key is None:
             return None
-        inner0, outer0, prefix = key.states()
-        new_inner, new_outer = inner0.copy, outer0.copy
+        new_mac, prefix = key.prepared()
         boundary = self.since.seq if self.since is not None else -1
         runs, kinds = self.runs, self.kinds
         runs_get, kinds_get = runs.get, kinds.get
@@ -559,14 +558,12 @@ class _ChainCheck:
                         kind_json = kinds_get(kind)
                         if kind_json is None:
                             kind_json = kinds[kind] = _s(kind)
-                        inner = new_inner()
-                        inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},'
-                                      f'"payload":{payload},"prev_hash":"{prev}",'
-                                      f'"run_id":{run[1]},"run_seq":{run_seq},'
-                                      f'"seq":{seq}}}').encode())
-                        outer = new_outer()
-                        outer.update(inner.digest())
-                        if prefix + outer.hexdigest() == stored:
+                        context = new_mac()
+                        context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},'
+                                        f'"payload":{payload},"prev_hash":"{prev}",'
+                                        f'"run_id":{run[1]},"run_seq":{run_seq},'
+                                        f'"seq":{seq}}}').encode())
+                        if prefix + context.finalize().hex() == stored:
                             run[0] = run_seq + 1
                             prev, expected = stored, seq + 1
                             return 1
@@ -618,8 +615,7 @@ class _ChainCheck:
                 if broken is not None:
                     return broken
             return None
-        inner0, outer0, prefix = key.states()
-        new_inner, new_outer = inner0.copy, outer0.copy
+        new_mac, prefix = key.prepared()
         boundary = self.since.seq if self.since is not None else -1
         runs, kinds = self.runs, self.kinds
         runs_get, kinds_get = runs.get, kinds.get
@@ -634,13 +630,11 @@ class _ChainCheck:
                     kind_json = kinds_get(kind)
                     if kind_json is None:
                         kind_json = kinds[kind] = _s(kind)
-                    inner = new_inner()
-                    inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
-                                  f'"prev_hash":"{prev}","run_id":{run[1]},'
-                                  f'"run_seq":{run_seq},"seq":{seq}}}').encode())
-                    outer = new_outer()
-                    outer.update(inner.digest())
-                    if prefix + outer.hexdigest() == stored:
+                    context = new_mac()
+                    context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
+                                    f'"prev_hash":"{prev}","run_id":{run[1]},'
+                                    f'"run_seq":{run_seq},"seq":{seq}}}').encode())
+                    if prefix + context.finalize().hex() == stored:
                         run[0] = run_seq + 1
                         prev, expected = stored, seq + 1
                         continue
