@@ -588,14 +588,17 @@ class _ChainCheck:
         self._passed(prev, expected - 1)
         if complete is None or complete:
             # Every event after `start` was visited, each with the next sequence number: they
-            # are exactly the events 1.. in order, as `walk` would meet them.
+            # are all the events after `start`, in the order `walk` would meet them.
             return None
+        stop = outcome[0] if outcome else None
+        if isinstance(stop, BaseException) and not isinstance(stop, Exception):
+            raise stop  # Ctrl-C, exit: never traded for a walk from the start
         reached = expected if outcome else expected - 1
         if event_sql.events_between(conn, start, reached) != reached - start:
             raise _ScanUnsure
-        if outcome and isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0] if outcome else None
+        if isinstance(stop, BaseException):
+            raise stop
+        return stop
 
     def walk(self, rows: Iterable[tuple[Any, ...]]) -> VerifyResult | None:
         """Check events in chain order, straight from the cursor: the hot loop of `audit

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from stockade.governance.chain import AuditKeys, FileAnchor, KeyringMarker
 from stockade.governance.sealing import SnapshotKeys
-from stockade.governance.trajectory import Trajectory
+from stockade.governance.trajectory import Trajectory, _ChainCheck
 from stockade.store import events as event_sql
 from stockade.store import open_database
 from stockade.store import runs as run_sql
@@ -150,5 +150,27 @@ def test_a_scan_stops_where_its_callback_says_and_lets_it_go(tmp_path: Path) -> 
         gc.collect()
         assert held() is None
         assert event_sql.visit_events(conn, lambda *_row: 1) is True
+    finally:
+        db.close()
+
+
+def test_an_interrupt_inside_the_scan_reaches_the_caller(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLite turns a callback's exception into its own error; Ctrl-C must still be Ctrl-C.
+    monkeypatch.delenv("STOCKADE_SNAPSHOT_KEY", raising=False)
+    path = tmp_path / "stockade.db"
+    db = open_database(path)
+    try:
+        Trajectory(db, FakeClock(), anchor=FileAnchor(path)).append("r", "model.request", {})
+        trail = Trajectory(db, FakeClock(), keys=AuditKeys(SnapshotKeys(DictSecrets())),
+                           anchor=FileAnchor(path))
+        trail.append("r", "model.request", {})
+
+        def interrupted(*_args: Any) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(_ChainCheck, "event", interrupted)  # the legacy event goes there
+        with pytest.raises(KeyboardInterrupt):
+            trail.verify_chain()
     finally:
         db.close()
