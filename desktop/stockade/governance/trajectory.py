@@ -328,8 +328,15 @@ class Trajectory:
         marker and that every listed run has events; name the first event that does not check."""
         key = self.existing_key()
         since = self.marker.read() if self.marker is not None else None
+        conn = self._db.read()
         check = _ChainCheck(key, since)
-        broken = check.walk(event_sql.event_rows(self._db.read()))
+        try:
+            broken = check.scan(conn)
+        except _ScanUnsure:
+            check = _ChainCheck(key, since)
+            broken = None
+        if broken is None:
+            broken = check.walk(event_sql.event_rows(conn, after=check.last_seq))
         if broken is not None:
             return broken
         # The tail and the anchor are read under the write lock, where no writer can be between
@@ -491,6 +498,10 @@ def _anchor_problem(anchored: ChainHead | None, last_seq: int, at_anchor: str | 
     return None
 
 
+class _ScanUnsure(Exception):
+    """An in-place scan stopped where it cannot vouch that it met the events in seq order."""
+
+
 @dataclass(slots=True)
 class _ChainCheck:
     """The running state of `verify_chain`'s walk over the whole trail."""
@@ -511,6 +522,84 @@ class _ChainCheck:
         return VerifyResult(False, self.checked, seq, run_id, reason, keyed=self.keyed_seen,
                             legacy_events=self.legacy)
 
+    def scan(self, conn: Connection) -> VerifyResult | None:
+        """Check events in chain order from inside the store's own scan of the trail, where the
+        store can call back (`event_sql.visit_events`: SQLite): what `walk` does, for half the
+        cost of reading the rows through a cursor. Returns the first failure, or None with
+        `last_seq` at the last event checked (`walk` goes on from there, for a store that cannot
+        scan in place from the start).
+
+        Each event passes as in `walk` (inline, or through `event`), so while the scan meets the
+        events in sequence order the outcome is `walk`'s. It stops at the first event whose
+        sequence number is not the next one, which `walk` then takes over in seq order. If it
+        stopped early, the events it did not reach could include a second event with a number
+        it already checked (a rebuilt table without its primary key): the count of events up to
+        there says so, and then `_ScanUnsure` sends the caller back to `walk` from the start."""
+        key = self.key
+        if key is None:
+            return None
+        new_mac, prefix = key.prepared()
+        boundary = self.since.seq if self.since is not None else -1
+        runs, kinds = self.runs, self.kinds
+        runs_get, kinds_get = runs.get, kinds.get
+        start = self.last_seq
+        prev, expected = self.prev, start + 1
+        outcome: list[Any] = []  # what stopped the scan: a failure or an exception
+
+        def visit(seq: Any, run_id: Any, run_seq: Any, kind: Any, at_ms: Any, payload: Any,
+                  prev_hash: Any, stored: Any) -> int:
+            nonlocal prev, expected
+            try:
+                if seq == expected and prev_hash == prev and seq != boundary:
+                    run = runs_get(run_id)
+                    if run is None:
+                        run = runs[run_id] = [0, _s(run_id)]
+                    if run_seq == run[0]:
+                        kind_json = kinds_get(kind)
+                        if kind_json is None:
+                            kind_json = kinds[kind] = _s(kind)
+                        context = new_mac()
+                        context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},'
+                                        f'"payload":{payload},"prev_hash":"{prev}",'
+                                        f'"run_id":{run[1]},"run_seq":{run_seq},'
+                                        f'"seq":{seq}}}').encode())
+                        if prefix + context.finalize().hex() == stored:
+                            run[0] = run_seq + 1
+                            prev, expected = stored, seq + 1
+                            return 1
+                if seq != expected:
+                    return 0  # out of sequence: `walk` takes over in seq order
+                self._passed(prev, expected - 1)
+                broken = self.event(seq, run_id, run_seq, kind, at_ms, payload, prev_hash,
+                                    stored)
+                if broken is not None:
+                    outcome.append(broken)
+                    return 0
+                prev, expected = self.prev, self.last_seq + 1
+                return 1
+            except BaseException as exc:  # SQLite would swallow it: kept, re-raised after the scan
+                outcome.append(exc)
+                return 0
+
+        try:
+            complete = event_sql.visit_events(conn, visit, after=start)
+        except sqlite3.Error:
+            raise _ScanUnsure from None  # e.g. text that is not UTF-8: `walk` raises its error
+        self._passed(prev, expected - 1)
+        if complete is None or complete:
+            # Every event after `start` was visited, each with the next sequence number: they
+            # are all the events after `start`, in the order `walk` would meet them.
+            return None
+        stop = outcome[0] if outcome else None
+        if isinstance(stop, BaseException) and not isinstance(stop, Exception):
+            raise stop  # Ctrl-C, exit: never traded for a walk from the start
+        reached = expected if outcome else expected - 1
+        if event_sql.events_between(conn, start, reached) != reached - start:
+            raise _ScanUnsure
+        if isinstance(stop, BaseException):
+            raise stop
+        return stop
+
     def walk(self, rows: Iterable[tuple[Any, ...]]) -> VerifyResult | None:
         """Check events in chain order, straight from the cursor: the hot loop of `audit
         verify`, with the MAC inlined (`ChainKey.mac`).
@@ -529,8 +618,7 @@ class _ChainCheck:
                 if broken is not None:
                     return broken
             return None
-        inner0, outer0, prefix = key.states()
-        new_inner, new_outer = inner0.copy, outer0.copy
+        new_mac, prefix = key.prepared()
         boundary = self.since.seq if self.since is not None else -1
         runs, kinds = self.runs, self.kinds
         runs_get, kinds_get = runs.get, kinds.get
@@ -545,13 +633,11 @@ class _ChainCheck:
                     kind_json = kinds_get(kind)
                     if kind_json is None:
                         kind_json = kinds[kind] = _s(kind)
-                    inner = new_inner()
-                    inner.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
-                                  f'"prev_hash":"{prev}","run_id":{run[1]},'
-                                  f'"run_seq":{run_seq},"seq":{seq}}}').encode())
-                    outer = new_outer()
-                    outer.update(inner.digest())
-                    if prefix + outer.hexdigest() == stored:
+                    context = new_mac()
+                    context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
+                                    f'"prev_hash":"{prev}","run_id":{run[1]},'
+                                    f'"run_seq":{run_seq},"seq":{seq}}}').encode())
+                    if prefix + context.finalize().hex() == stored:
                         run[0] = run_seq + 1
                         prev, expected = stored, seq + 1
                         continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
@@ -50,13 +50,61 @@ def event_rows(conn: Connection, *, after: int = 0) -> Iterator[tuple[Any, ...]]
     """Every event with seq > `after` as raw tuples in seq order, for the verify loop.
 
     From SQLite, the cursor itself: it makes each row in C as the loop takes it, so no list of
-    rows is held and each row is freed before the next is made. psycopg's cursor iterates
-    through a Python generator per row, while `fetchmany` builds a whole batch in C, so from
-    PostgreSQL the rows come in batches, chained in C."""
-    cur = conn.execute(f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq", (after,))
-    if isinstance(cur, sqlite3.Cursor):
-        return cur
+    rows is held and each row is freed before the next is made. From PostgreSQL, the rows as the
+    server sends them (`PgConnection.stream`): waiting for the whole result first left the
+    client idle while the server read the table, then parsing one 100,000-row result cost more
+    than psycopg's generator per row."""
+    sql = f"SELECT {_COLUMNS} FROM event WHERE seq > ? ORDER BY seq"
+    if isinstance(conn, sqlite3.Connection):
+        return conn.execute(sql, (after,))
+    stream = getattr(conn, "stream", None)  # `PgConnection.stream`; not in the protocol
+    if stream is not None:
+        rows: Iterator[tuple[Any, ...]] = stream(sql, (after,))
+        return rows
+    cur = conn.execute(sql, (after,))
     return chain.from_iterable(iter(partial(cur.fetchmany, 10_000), []))
+
+
+# The name `visit_events` registers its callback under for one scan. sqlite3 cannot unregister
+# a function, so after the scan the name is pointed at `_no_visit`, which lets the callback (and
+# all it holds) go.
+_VISIT = "stockade_visit_event"
+
+
+def _no_visit(*_row: Any) -> int:
+    return 0
+
+
+def visit_events(conn: Connection, visit: Callable[..., int], *, after: int = 0) -> bool | None:
+    """Call `visit(seq, run_id, run_seq, kind, at_ms, payload, prev_hash, hash)` for each event
+    with seq > `after`, from inside SQLite's own scan of the table, until it returns 0: True when
+    it was called for every such event and returned 1 each time, False when it stopped the scan,
+    None where the connection cannot call back (PostgreSQL: use `event_rows`).
+
+    SQLite passes a callback's arguments with the interpreter lock held once per row, where a
+    cursor releases and retakes it around every column it reads (nine times per event): half the
+    cost of reading the trail. The values are those a cursor gives (`str`, `int`, `bytes`,
+    `float`, `None` by storage class). The rows come in rowid order, which is seq order while
+    `seq` is the table's INTEGER PRIMARY KEY; `visit` must check that itself (each row's seq one
+    above the last) and stop where it is not, since a rebuilt table could scan otherwise. A
+    callback's own exception is swallowed by SQLite into an `OperationalError`, so `visit`
+    should keep it and return 0."""
+    if not isinstance(conn, sqlite3.Connection):
+        return None
+    conn.create_function(_VISIT, 8, visit)
+    try:
+        stopped = conn.execute(f"SELECT 1 FROM event WHERE seq > ? AND NOT {_VISIT}({_COLUMNS}) "
+                               "LIMIT 1", (after,)).fetchone()
+    finally:
+        conn.create_function(_VISIT, 8, _no_visit)
+    return stopped is None
+
+
+def events_between(conn: Connection, after: int, last: int) -> int:
+    """How many events have after < seq <= last."""
+    row = conn.execute("SELECT COUNT(*) FROM event WHERE seq > ? AND seq <= ?",
+                       (after, last)).fetchone()
+    return int(row[0])
 
 
 def events_for_run(conn: Connection, run_id: str) -> list[EventRow]:

