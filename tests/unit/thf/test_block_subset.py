@@ -93,7 +93,7 @@ def test_canonical_fixtures_are_inside_the_subset(name: str) -> None:
     assert check(fixture_bytes(name).decode("utf-8"))
 
 
-@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents())
 def test_whatever_the_writer_writes_reads_as_yaml_rs_reads_it(document: dict[str, Any]) -> None:
     check(to_yaml(validate_document(document)))
@@ -260,7 +260,7 @@ def near_yaml(draw: st.DrawFn) -> str:
     return text + draw(st.sampled_from([*ends, "", "\n---\n"] if rarely() else ends))
 
 
-@settings(max_examples=examples(500), deadline=None,
+@settings(max_examples=examples(300), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(near_yaml())
 def test_near_yaml_reads_as_yaml_rs_reads_it_or_is_declined(text: str) -> None:
