@@ -13,7 +13,7 @@ built once per section list (`document_index`); results are the same as a scan's
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -510,6 +510,29 @@ def _plain(value: str) -> bool:
     return redacted(value) == value
 
 
+class _Picked(Sequence[Any]):
+    """The entities at `positions` of a section, read only when a page shows them: a search
+    matching most of a large section pages 20 of them, and touching every matched entity
+    (scattered over the heap) cost more than finding them."""
+
+    __slots__ = ("_positions", "_section")
+
+    def __init__(self, section: Sequence[Any], positions: list[int]) -> None:
+        self._section = section
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._section[i] for i in self._positions[index]]
+        return self._section[self._positions[index]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._section.__getitem__, self._positions)
+
+
 def _candidates(document: ThreatModel, kind: str, query: SearchEntitiesInput) -> list[int] | None:
     """Positions passing the `text`, `references`, `severity` and `category` filters (from the
     section's tables and columns), or None if none is given."""
@@ -572,7 +595,7 @@ def search_entities_result(document: ThreatModel, query: SearchEntitiesInput) ->
     if positions is None:
         matches = section if match is None else [e for e in section if match(e)]
     else:
-        picked = [section[i] for i in positions]
+        picked = _Picked(section, positions)
         matches = picked if match is None else [e for e in picked if match(e)]
     offset = query.offset or 0
     if matches and offset >= len(matches):

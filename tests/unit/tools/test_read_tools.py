@@ -363,3 +363,16 @@ def test_read_results_use_only_allowlisted_keys(registry: ToolRegistry, shop: Th
         target = doc if raw.get("id") == "a" else shop
         keys = _keys(body(call(registry, name, raw, target)))
         assert keys <= ALLOWED_KEYS, (name, keys - ALLOWED_KEYS)
+
+
+def test_picked_entities_read_as_the_list_of_them_would() -> None:
+    from stockade.tools.read_tools import _Picked
+
+    section = [f"entity {i}" for i in range(10)]
+    positions = [1, 4, 5, 9]
+    picked = _Picked(section, positions)
+    as_list = [section[i] for i in positions]
+    assert len(picked) == len(as_list)
+    assert list(picked) == as_list
+    assert [picked[i] for i in range(-4, 4)] == [as_list[i] for i in range(-4, 4)]
+    assert picked[1:3] == as_list[1:3] and picked[::-1] == as_list[::-1]
