@@ -439,6 +439,19 @@ static int is_digit(char c) {
     return c >= '0' && c <= '9';
 }
 
+/* Whether every character could be part of some YAML number, in any notation yaml-rs
+ * knows (signs, underscores, radix prefixes, hex digits, exponents, .inf and .nan). */
+static int only_number_characters(const char *q, Py_ssize_t length) {
+    for (Py_ssize_t i = 0; i < length; i++) {
+        char c = q[i];
+        if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+              strchr("_+-.xXoOiInN", c) != NULL) || c == '\0') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* A plain scalar starting with a digit or '-': an integer, a float, a calendar date, or
  * outside the subset. `q` and `length` exclude trailing spaces. */
 static PyObject *plain_number(Parser *P, const char *q, Py_ssize_t length) {
@@ -588,6 +601,10 @@ static PyObject *plain_scalar(Parser *P) {
         return make_string(from, length, ascii);
     }
     if (is_digit(first) || (first == '-' && length > 1 && is_digit(from[1]))) {
+        if (!ascii || !only_number_characters(from, length)) {
+            /* "50% of traffic", "3rd party", "24/7": no YAML number holds such a character */
+            return make_string(from, length, ascii);
+        }
         return plain_number(P, from, length);
     }
     if (first == '~' && length == 1) {

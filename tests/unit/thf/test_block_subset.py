@@ -155,7 +155,9 @@ TOKENS = [
     '"\\x41\\xe9\\u00e9\\u4e2d\\U0001F642"', '"\\ud800"', '"\\U00110000"', '"\\N\\_\\L\\P"',
     '"\\q"', '"\\x4"', '"unclosed', '"a" trailing', "'a' trailing", '"a" # c', "'a':",
     "[] # c", "{} x", "nul\x00", "bell\x07", "del\x7f", "c1\u0085", "ls\u2028", "bom\ufeff",
-    "nonchar\uffff", "tab\there", "cr\rx",
+    "nonchar\uffff", "tab\there", "cr\rx", "50% of traffic", "3rd party", "24/7", "2FA",
+    "5xx", "1 000", "1e5 x", "0x1G", "1_000 units", "-5 apples", "12:30", "1.2.3", "1,000",
+    "1.5é", "2026-01-01 notes", "0 days", "-0x1", "1.e5", "9." + "9" * 70, "1_", "+.5",
 ]
 BLOCK_LINES = ["text", "  indented", "# not a comment", "- not an item", "key: not a key",
                "", " ", "   ", "é", "tab\tin", "trailing "]
