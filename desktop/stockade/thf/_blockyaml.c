@@ -21,7 +21,7 @@
  * generated and mutated documents.
  *
  * `loads(text, capture)` also returns, for the root sections `capture` names, the text the
- * read tools' text filter searches (thf/search_text.py): each record's parts joined by "\n",
+ * read tools' text filter searches (thf/capture.py): each record's parts joined by "\n",
  * the records joined by "\0", and each record's length, built from every record's mapping just
  * after it is read, while it is still in the processor's cache. A section whose records do
  * not have the expected shape is left out (the read tools then build its text themselves).
@@ -49,6 +49,7 @@ typedef struct {
     /* Per captured section: which part this key fills (-1: none), so a record's values are
      * matched to parts once per distinct key, not compared with every part each time. */
     signed char part[MAX_CAPTURED_SECTIONS];
+    signed char column[MAX_CAPTURED_SECTIONS]; /* which column it fills (-1: none) */
 } KeySlot;
 
 /* A growable byte buffer (the scratch of rebuilt scalars, a section's search text). */
@@ -58,7 +59,7 @@ typedef struct {
     Py_ssize_t size;
 } Buffer;
 
-/* Rules of a captured part (thf/search_text.py spells the same numbers). */
+/* Rules of a captured part (thf/capture.py spells the same numbers). */
 enum {
     PART_TEXT = 0,           /* required text */
     PART_TEXT_OR_EMPTY = 1,  /* text, "" when absent */
@@ -68,6 +69,20 @@ enum {
     PART_NESTED_TEXT_OR_EMPTY = 5, /* key.inner of a mapping: text, "" when absent; left
                                     * out when the mapping is absent or null */
 };
+
+#define MAX_COLUMNS 4
+
+/* One captured column: a field of every record, as validation reads it (None when absent),
+ * and, when every value is text or None, the same joined: "\0" before, between and after
+ * the values, None as "" (what thf/columns.py keeps for first lookups). */
+typedef struct {
+    PyObject *key; /* interned, owned */
+    PyObject *values;
+    Buffer joined;
+    int ascii;
+    int joinable;
+    PyObject *joined_text;
+} Column;
 
 typedef struct {
     int index;        /* its place in the parser's captures */
@@ -81,6 +96,8 @@ typedef struct {
     int started;
     PyObject *lengths;
     PyObject *joined;
+    Column columns[MAX_COLUMNS];
+    int column_count;
     int usable;
 } Capture;
 
@@ -97,6 +114,7 @@ typedef struct {
     int capture_count;
     Capture *capturing; /* the section whose sequence is being read, if captured */
     PyObject *slots[MAX_PARTS]; /* the current record's captured values (borrowed) */
+    PyObject *column_slots[MAX_COLUMNS];
 } Parser;
 
 /* Byte classes inside a plain scalar. */
@@ -384,12 +402,19 @@ static Py_ssize_t key_length_at(const char *q) {
 static void fill_parts(Parser *P, KeySlot *entry) {
     for (int c = 0; c < MAX_CAPTURED_SECTIONS; c++) {
         entry->part[c] = -1;
+        entry->column[c] = -1;
         if (c >= P->capture_count) {
             continue;
         }
         for (int i = 0; i < P->captures[c].parts; i++) {
             if (P->captures[c].keys[i] == entry->object) {
                 entry->part[c] = (signed char)i;
+            }
+        }
+        entry->column[c] = -1;
+        for (int i = 0; i < P->captures[c].column_count; i++) {
+            if (P->captures[c].columns[i].key == entry->object) {
+                entry->column[c] = (signed char)i;
             }
         }
     }
@@ -937,8 +962,8 @@ static PyObject *empty_text;
 
 /* Appends text as UTF-8 (lower-casing ASCII letters when asked), after a line break unless
  * it is the record's first part. Returns -1 with an error set on failure. */
-static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
-                        Py_ssize_t *length) {
+static int capture_text_into(Buffer *text, int *ascii, PyObject *value, int lowercase,
+                             int *parts, Py_ssize_t *length) {
     Py_ssize_t characters = PyUnicode_GET_LENGTH(value);
     int kind = PyUnicode_KIND(value);
     const void *data = PyUnicode_DATA(value);
@@ -947,10 +972,10 @@ static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
         PyErr_NoMemory();
         return -1;
     }
-    if (buffer_reserve(&C->text, characters * 4 + 1) < 0) {
+    if (buffer_reserve(text, characters * 4 + 1) < 0) {
         return -1;
     }
-    char *to = C->text.data + C->text.used;
+    char *to = text->data + text->used;
     if (*parts > 0) {
         *to++ = '\n';
         *length += 1;
@@ -967,12 +992,12 @@ static int capture_text(Capture *C, PyObject *value, int lowercase, int *parts,
         }
         to += characters;
     } else {
-        C->ascii = 0;
+        *ascii = 0;
         for (Py_ssize_t i = 0; i < characters; i++) {
             to += utf8_encode(PyUnicode_READ(kind, data, i), to);
         }
     }
-    C->text.used = to - C->text.data;
+    text->used = to - text->data;
     *length += characters;
     *parts += 1;
     return 0;
@@ -1014,14 +1039,49 @@ static PyObject *part_value(Capture *C, int index, PyObject *value, int *error) 
     return value;
 }
 
+/* Adds one record's value to each captured column (None when absent). */
+static int capture_columns(Capture *C, PyObject *const *column_slots) {
+    for (int i = 0; i < C->column_count; i++) {
+        Column *column = &C->columns[i];
+        PyObject *value = column_slots[i] != NULL ? column_slots[i] : Py_None;
+        if (PyList_Append(column->values, value) < 0) {
+            return -1;
+        }
+        if (!column->joinable) {
+            continue;
+        }
+        if (PyUnicode_CheckExact(value)) {
+            int parts = 0;
+            Py_ssize_t length = 0;
+            if (capture_text_into(&column->joined, &column->ascii, value, 0, &parts, &length) < 0) {
+                return -1;
+            }
+        } else if (value != Py_None) {
+            column->joinable = 0;
+            continue;
+        }
+        if (buffer_append(&column->joined, "", 1) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Adds one record's parts, from the values its mapping kept in `slots` as it was read;
  * drops the section when the record is not as expected. */
-static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) {
+static int capture_record(Capture *C, PyObject *record, PyObject *const *slots,
+                          PyObject *const *column_slots) {
     if (!C->usable) {
         return 0;
     }
     if (!PyDict_CheckExact(record)) {
         C->usable = 0;
+        return 0;
+    }
+    if (capture_columns(C, column_slots) < 0) {
+        return -1;
+    }
+    if (C->parts == 0) {
         return 0;
     }
     Py_ssize_t mark = C->text.used;
@@ -1049,12 +1109,13 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
                     C->text.used = mark;
                     return 0;
                 }
-                if (capture_text(C, item, 0, &parts, &length) < 0) {
+                if (capture_text_into(&C->text, &C->ascii, item, 0, &parts, &length) < 0) {
                     return -1;
                 }
             }
         } else if (value != Py_None &&
-                   capture_text(C, value, C->rules[i] == PART_LOWERCASE, &parts, &length) < 0) {
+                   capture_text_into(&C->text, &C->ascii, value, C->rules[i] == PART_LOWERCASE,
+                                     &parts, &length) < 0) {
             return -1;
         }
     }
@@ -1069,13 +1130,24 @@ static int capture_record(Capture *C, PyObject *record, PyObject *const *slots) 
 
 /* When the section's sequence has been read: its text in one string. */
 static int capture_finish(Capture *C) {
-    if (C->usable && C->joined == NULL) {
+    if (C->usable && C->joined == NULL && C->parts > 0) {
         C->joined = make_string(C->text.data, C->text.used, C->ascii);
         if (C->joined == NULL) {
             return -1;
         }
     }
     buffer_free(&C->text);
+    for (int i = 0; C->usable && i < C->column_count; i++) {
+        Column *column = &C->columns[i];
+        if (column->joinable && PyList_GET_SIZE(column->values) > 0) {
+            column->joined_text = make_string(column->joined.data, column->joined.used,
+                                              column->ascii);
+            if (column->joined_text == NULL) {
+                return -1;
+            }
+        }
+        buffer_free(&column->joined);
+    }
     return 0;
 }
 
@@ -1090,7 +1162,19 @@ static Capture *capture_for(Parser *P, PyObject *key) {
             C->started = 1;
             C->ascii = 1;
             C->lengths = PyList_New(0);
-            return C->lengths == NULL ? NULL : C;
+            if (C->lengths == NULL) {
+                return NULL;
+            }
+            for (int k = 0; k < C->column_count; k++) {
+                Column *column = &C->columns[k];
+                column->values = PyList_New(0);
+                column->ascii = 1;
+                column->joinable = 1;
+                if (column->values == NULL || buffer_append(&column->joined, "", 1) < 0) {
+                    return NULL;
+                }
+            }
+            return C;
         }
     }
     return NULL;
@@ -1099,12 +1183,20 @@ static Capture *capture_for(Parser *P, PyObject *key) {
 /* Reads the capture spec: {section: ((key, rule) | (key, rule, inner), ...)}. */
 static int read_capture_spec(Parser *P, PyObject *spec) {
     PyObject *name;
-    PyObject *parts;
+    PyObject *parts = NULL;
     Py_ssize_t position = 0;
-    while (PyDict_Next(spec, &position, &name, &parts)) {
+    PyObject *both;
+    while (PyDict_Next(spec, &position, &name, &both)) {
+        PyObject *columns = NULL;
+        if (PyTuple_Check(both) && PyTuple_GET_SIZE(both) == 2) {
+            parts = PyTuple_GET_ITEM(both, 0);
+            columns = PyTuple_GET_ITEM(both, 1);
+        }
         if (P->capture_count >= MAX_CAPTURED_SECTIONS || !PyUnicode_Check(name) ||
-            !PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) > MAX_PARTS) {
-            PyErr_SetString(PyExc_ValueError, "capture: {section: ((key, rule[, inner]), ...)}");
+            columns == NULL || !PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) > MAX_PARTS ||
+            !PyTuple_Check(columns) || PyTuple_GET_SIZE(columns) > MAX_COLUMNS) {
+            PyErr_SetString(PyExc_ValueError,
+                            "capture: {section: (((key, rule[, inner]), ...), (column key, ...))}");
             return -1;
         }
         Capture *C = &P->captures[P->capture_count];
@@ -1112,6 +1204,17 @@ static int read_capture_spec(Parser *P, PyObject *spec) {
         C->name = name;
         C->usable = 1;
         C->parts = (int)PyTuple_GET_SIZE(parts);
+        C->column_count = (int)PyTuple_GET_SIZE(columns);
+        for (int i = 0; i < C->column_count; i++) {
+            PyObject *key = PyTuple_GET_ITEM(columns, i);
+            if (!PyUnicode_Check(key)) {
+                PyErr_SetString(PyExc_ValueError, "capture: a column is a key");
+                return -1;
+            }
+            Py_INCREF(key);
+            PyUnicode_InternInPlace(&key);
+            C->columns[i].key = key;
+        }
         for (int i = 0; i < C->parts; i++) {
             PyObject *part = PyTuple_GET_ITEM(parts, i);
             if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) < 2 ||
@@ -1146,6 +1249,13 @@ static void release_captures(Parser *P) {
         buffer_free(&P->captures[i].text);
         Py_CLEAR(P->captures[i].lengths);
         Py_CLEAR(P->captures[i].joined);
+        for (int k = 0; k < MAX_COLUMNS; k++) {
+            Column *column = &P->captures[i].columns[k];
+            Py_CLEAR(column->key);
+            Py_CLEAR(column->values);
+            Py_CLEAR(column->joined_text);
+            buffer_free(&column->joined);
+        }
     }
 }
 
@@ -1208,6 +1318,7 @@ static PyObject *block_mapping(Parser *P, int indent) {
     Capture *record_of = P->depth == 3 ? P->capturing : NULL; /* a captured section's record */
     if (record_of != NULL) {
         memset(P->slots, 0, sizeof(P->slots));
+        memset(P->column_slots, 0, sizeof(P->column_slots));
     }
     PyObject *mapping = PyDict_New();
     if (mapping == NULL) {
@@ -1276,16 +1387,25 @@ static PyObject *block_mapping(Parser *P, int indent) {
         }
         if (record_of != NULL) {
             int part = key_slot != NULL ? key_slot->part[record_of->index] : -1;
+            int column = key_slot != NULL ? key_slot->column[record_of->index] : -1;
             if (key_slot == NULL) {
-                /* Past the key cache (hundreds of distinct keys): compare with each part. */
+                /* Past the key cache (hundreds of distinct keys): compare with each. */
                 for (int i = 0; i < record_of->parts; i++) {
                     if (record_of->keys[i] == key) {
                         part = i;
                     }
                 }
+                for (int i = 0; i < record_of->column_count; i++) {
+                    if (record_of->columns[i].key == key) {
+                        column = i;
+                    }
+                }
             }
             if (part >= 0) {
                 P->slots[part] = value; /* the mapping holds it */
+            }
+            if (column >= 0) {
+                P->column_slots[column] = value;
             }
         }
         int next = next_entry(P, indent);
@@ -1337,7 +1457,7 @@ static PyObject *block_sequence(Parser *P, int indent) {
             goto error;
         }
         if (P->capturing != NULL && P->depth == 2 &&
-            capture_record(P->capturing, item, P->slots) < 0) {
+            capture_record(P->capturing, item, P->slots, P->column_slots) < 0) {
             Py_DECREF(item);
             goto error;
         }
@@ -1389,6 +1509,55 @@ static PyObject *parse_document(Parser *P) {
     return root;
 }
 
+/* (document, {section: (search text, lengths)}, {section: {key: (values, joined or None)}})
+ * for the sections read whole and as expected. */
+static PyObject *captured_results(Parser *P, PyObject *document) {
+    PyObject *texts = PyDict_New();
+    PyObject *columns = PyDict_New();
+    PyObject *result = NULL;
+    if (texts == NULL || columns == NULL) {
+        goto done;
+    }
+    for (int i = 0; i < P->capture_count; i++) {
+        Capture *C = &P->captures[i];
+        if (!C->usable || !C->started) {
+            continue;
+        }
+        if (C->joined != NULL) {
+            PyObject *pair = PyTuple_Pack(2, C->joined, C->lengths);
+            int failed = pair == NULL || PyDict_SetItem(texts, C->name, pair) < 0;
+            Py_XDECREF(pair);
+            if (failed) {
+                goto done;
+            }
+        }
+        if (C->column_count == 0) {
+            continue;
+        }
+        PyObject *section = PyDict_New();
+        if (section == NULL || PyDict_SetItem(columns, C->name, section) < 0) {
+            Py_XDECREF(section);
+            goto done;
+        }
+        Py_DECREF(section); /* held by `columns` */
+        for (int k = 0; k < C->column_count; k++) {
+            Column *column = &C->columns[k];
+            PyObject *joined = column->joined_text != NULL ? column->joined_text : Py_None;
+            PyObject *pair = PyTuple_Pack(2, column->values, joined);
+            int failed = pair == NULL || PyDict_SetItem(section, column->key, pair) < 0;
+            Py_XDECREF(pair);
+            if (failed) {
+                goto done;
+            }
+        }
+    }
+    result = PyTuple_Pack(3, document, texts, columns);
+done:
+    Py_XDECREF(texts);
+    Py_XDECREF(columns);
+    return result;
+}
+
 static PyObject *loads(PyObject *module, PyObject *const *args, Py_ssize_t count) {
     (void)module;
     if (count < 1 || count > 2) {
@@ -1421,22 +1590,9 @@ static PyObject *loads(PyObject *module, PyObject *const *args, Py_ssize_t count
         result = parse_document(P);
     }
     if (result != NULL && spec != Py_None) {
-        PyObject *texts = PyDict_New();
-        for (int i = 0; texts != NULL && i < P->capture_count; i++) {
-            Capture *C = &P->captures[i];
-            if (C->joined == NULL || !C->usable) {
-                continue;
-            }
-            PyObject *pair = PyTuple_Pack(2, C->joined, C->lengths);
-            if (pair == NULL || PyDict_SetItem(texts, C->name, pair) < 0) {
-                Py_CLEAR(texts);
-            }
-            Py_XDECREF(pair);
-        }
-        PyObject *both = texts == NULL ? NULL : PyTuple_Pack(2, result, texts);
-        Py_XDECREF(texts);
+        PyObject *captured = captured_results(P, result);
         Py_DECREF(result);
-        result = both;
+        result = captured;
     }
     release_captures(P);
     for (int slot = 0; slot < KEY_SLOTS; slot++) {

@@ -8,6 +8,13 @@ def loads(text: str, /) -> dict[str, Any] | None:
 
 @overload
 def loads(
-    text: str, capture: dict[str, tuple[tuple[Any, ...], ...]], /
-) -> tuple[dict[str, Any], dict[str, tuple[str, list[int]]]] | None:
-    """Also the search texts of the sections `capture` names (`thf.search_text`)."""
+    text: str, capture: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]], /
+) -> (
+    tuple[
+        dict[str, Any],
+        dict[str, tuple[str, list[int]]],
+        dict[str, dict[str, tuple[list[Any], str | None]]],
+    ]
+    | None
+):
+    """Also what `capture` asks for, per section (`thf.capture`): search texts and columns."""

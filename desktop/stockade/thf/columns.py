@@ -14,7 +14,7 @@ its compare. Joining touches each value once more, 1-2% of the read; a commit do
 join the sections it changed (it would pay that on every edit), and the sections it left
 alone, the same lists as before, carry their joined texts over to the new document. `positions` answers only when that is exactly what a
 scan of the column would answer, and None (scan instead) otherwise. A document read by the
-compiled reader also keeps the search text of its large sections (`thf.search_text`), which
+compiled reader also keeps the search text of its large sections (`thf.capture`), which
 the read tools' first text search would otherwise build from the entities.
 
 A section list is never mutated (every edit makes a new list), so its columns stay true as
@@ -65,13 +65,19 @@ def _joined(column: list[Any]) -> str | None:
 
 class KeptColumns:
     """One section list's columns, the joined text of each column of single ids, and the
-    search text the compiled reader collected for it (`thf.search_text`), if any."""
+    search text the compiled reader collected for it (`thf.capture`), if any."""
 
     __slots__ = ("_clean", "_joined", "columns", "search_text")
 
-    def __init__(self, columns: SectionColumns, join: bool) -> None:
+    def __init__(
+        self, columns: SectionColumns, join: bool, joined: dict[str, str | None] | None = None
+    ) -> None:
         self.columns = columns
-        self._joined = {field: _joined(column) for field, column in columns.items()} if join else {}
+        known = joined or {}
+        self._joined = {
+            field: known[field] if field in known else _joined(column)
+            for field, column in columns.items()
+        } if join else {}
         # Whether no value of a joined column holds the separator itself (absent: not checked).
         self._clean: dict[str, bool] = {}
         self.search_text: tuple[str, list[int]] | None = None
@@ -131,16 +137,23 @@ def _live(entry: tuple[weakref.ref[Any], str, int, KeptColumns], entities: Seque
     return document is not None and getattr(document, section) is entities and length == len(entities)
 
 
-def remember(document: Any, section: str, columns: SectionColumns, join: bool = False) -> None:
+def remember(
+    document: Any,
+    section: str,
+    columns: SectionColumns,
+    join: bool = False,
+    joined: dict[str, str | None] | None = None,
+) -> None:
     """Keep `columns`, computed from `document`'s `section` list as it is now, joined too when
-    `join` (or when they were for an earlier document holding the same list)."""
+    `join` (or when they were for an earlier document holding the same list); `joined` gives
+    joined texts already made (the compiled reader's, `thf.capture`)."""
     entities = getattr(document, section)
     key = id(entities)
     with _lock:
         earlier = _kept.get(key)
         kept = earlier[3] if earlier is not None and _live(earlier, entities) else None
     if kept is None or (join and not kept.joined):
-        kept = KeptColumns(columns, join)  # outside the lock: joining is a pass over the values
+        kept = KeptColumns(columns, join, joined)  # outside the lock: joining is a pass
     with _lock:
         for stale in [k for k, entry in _kept.items() if entry[0]() is None]:
             del _kept[stale]

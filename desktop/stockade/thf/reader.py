@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml_rs
 
+from stockade.thf.capture import CAPTURE, CapturedColumns, SearchTexts
 from stockade.thf.collector import collector_paused
 from stockade.thf.columns import remember_search_texts
 from stockade.thf.errors import CompatibilityWarning, ThfError, ThfErrorCode
-from stockade.thf.search_text import CAPTURE as SEARCH_TEXT_CAPTURE
-from stockade.thf.search_text import SearchTexts
 from stockade.thf.validate import compatibility_warnings, validate_document
 
 _load_block_subset: Callable[..., Any] | None
@@ -121,9 +120,9 @@ def _read(
 ) -> tuple[ThreatModel, tuple[CompatibilityWarning, ...]]:
     text = _text_of(data)
     with collector_paused(promote_survivors=True):
-        parsed, search_texts = _parse_with_search_texts(text)
+        parsed, search_texts, captured = _parse_with_captures(text)
         try:
-            model = validate_document(parsed)
+            model = validate_document(parsed, captured=captured)
             if search_texts:
                 remember_search_texts(model, search_texts)
             return model, compatibility_warnings(parsed) if with_warnings else ()
@@ -211,18 +210,19 @@ def block_reader_available() -> bool:
     return _load_block_subset is not None
 
 
-def _parse_with_search_texts(text: str) -> tuple[Any, SearchTexts | None]:
-    """The parsed document and, when the compiled reader read it, the search texts of its
-    large sections (`thf.search_text`)."""
+def _parse_with_captures(text: str) -> tuple[Any, SearchTexts | None, CapturedColumns | None]:
+    """The parsed document and, when the compiled reader read it, what it collected on the
+    way (`thf.capture`): the search texts of the large sections, and id and reference
+    columns."""
     if _load_block_subset is not None:
         try:
-            both = _load_block_subset(text, SEARCH_TEXT_CAPTURE)
+            captured = _load_block_subset(text, CAPTURE)
         except MemoryError:
-            both = None
-        if both is not None:
-            parsed, texts = both
-            return parsed, texts
-    return _parse(text), None
+            captured = None
+        if captured is not None:
+            parsed, texts, columns = captured
+            return parsed, texts, columns
+    return _parse(text), None, None
 
 
 def _parse(text: str) -> Any:

@@ -44,6 +44,7 @@ from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from stockade.thf.capture import FIELD_OF_KEY, CapturedColumns
 from stockade.thf.columns import SectionColumns
 from stockade.thf.columns import remember as remember_columns
 from stockade.thf.errors import (
@@ -62,7 +63,9 @@ if TYPE_CHECKING:
 _TIME_OF_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]")
 
 
-def validate_references(model: ThreatModel, *, join_columns: bool = False) -> None:
+def validate_references(
+    model: ThreatModel, *, join_columns: bool = False, captured: CapturedColumns | None = None
+) -> None:
     """Raise the first duplicate id, dangling reference or group cycle, in the order above.
 
     Runs on every AI commit, so the common case (a valid document) is decided in C-level
@@ -71,9 +74,9 @@ def validate_references(model: ThreatModel, *, join_columns: bool = False) -> No
     document's columns are kept for the read tools (`thf.columns`), joined too when
     `join_columns` (a read; a commit would pay that pass on every edit).
     """
-    columns = reference_columns(
-        {section: getattr(model, section) for section in SECTION_NAMES}, attrgetter
-    )
+    sections = {section: getattr(model, section) for section in SECTION_NAMES}
+    known, joined = _captured_columns(sections, captured)
+    columns = reference_columns(sections, attrgetter, known)
     if columns is None:
         _raise_first_problem(model)
         return
@@ -82,7 +85,28 @@ def validate_references(model: ThreatModel, *, join_columns: bool = False) -> No
         raise ThfError.circular_group_nesting(cycle)
     # The read tools' first lookups start from these columns (see `thf.columns`).
     for section, section_columns in columns.items():
-        remember_columns(model, section, section_columns, join=join_columns)
+        remember_columns(model, section, section_columns, join=join_columns,
+                         joined=joined.get(section))
+
+
+def _captured_columns(
+    sections: Mapping[str, Sequence[Any]], captured: CapturedColumns | None
+) -> tuple[dict[str, SectionColumns], dict[str, dict[str, str | None]]]:
+    """The columns the compiled reader collected (`thf.capture`), by attribute name, for the
+    sections where it collected exactly the id and reference columns, one value per entity;
+    and their joined texts."""
+    known: dict[str, SectionColumns] = {}
+    joined: dict[str, dict[str, str | None]] = {}
+    for section, by_key in (captured or {}).items():
+        entities = sections.get(section)
+        fields = {FIELD_OF_KEY.get(key, key): value for key, value in by_key.items()}
+        if entities is None or set(fields) != {"id", *REFERENCE_FIELDS.get(section, ())}:
+            continue
+        if any(len(values) != len(entities) for values, _ in fields.values()):
+            continue
+        known[section] = {field: values for field, (values, _) in fields.items()}
+        joined[section] = {field: text for field, (_, text) in fields.items()}
+    return known, joined
 
 
 REFERENCE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -99,27 +123,32 @@ _NONE: frozenset[None] = frozenset({None})
 
 
 def reference_columns(
-    sections: Mapping[str, Sequence[Any]], getter: Callable[[str], Callable[[Any], Any]]
+    sections: Mapping[str, Sequence[Any]],
+    getter: Callable[[str], Callable[[Any], Any]],
+    known: Mapping[str, SectionColumns] | None = None,
 ) -> dict[str, SectionColumns] | None:
     """Every section's id and reference columns when all ids are unique and every reference
     resolves (everything but group cycles), else None (no order, no messages).
 
     `getter(field)` reads one field of an entity: `attrgetter` for models, a dict lookup for
     parsed records (`thf.check`). Each column is one C-level pass over its section; the checks
-    are membership tests in the sections' id sets, also in C.
+    are membership tests in the sections' id sets, also in C. `known` gives a section's
+    columns already read (the compiled reader's, `thf.capture`), the same values by position.
     """
     columns: dict[str, SectionColumns] = {}
     id_sets: dict[str, set[Any]] = {}
     for section in SECTION_NAMES:
-        entities = sections[section]
-        ids = list(map(getter("id"), entities))
+        section_columns = (known or {}).get(section)
+        if section_columns is None:
+            entities = sections[section]
+            section_columns = {"id": list(map(getter("id"), entities))}
+            for field in REFERENCE_FIELDS.get(section, ()):
+                section_columns[field] = list(map(getter(field), entities))
+        ids = section_columns["id"]
         id_set = set(ids)
         if len(id_set) != len(ids):
             return None
         id_sets[section] = id_set
-        section_columns: SectionColumns = {"id": ids}
-        for field in REFERENCE_FIELDS.get(section, ()):
-            section_columns[field] = list(map(getter(field), entities))
         columns[section] = section_columns
     elements = id_sets["elements"]
     groups = id_sets["groups"]
@@ -253,8 +282,11 @@ def _check_group_cycles(groups: Sequence[Group]) -> None:
         raise ThfError.circular_group_nesting(cycle)
 
 
-def validate_document(data: Any) -> ThreatModel:
-    """Turn parsed, untyped YAML data into a validated `ThreatModel` or raise `ThfError`."""
+def validate_document(data: Any, *, captured: CapturedColumns | None = None) -> ThreatModel:
+    """Turn parsed, untyped YAML data into a validated `ThreatModel` or raise `ThfError`.
+
+    `captured`: the id and reference columns the compiled reader collected from this data
+    (`thf.capture`), which stand for the entities' own once the data has validated."""
     if not isinstance(data, Mapping):
         raise ThfError(
             ThfErrorCode.MISSING_SECTION,
@@ -299,7 +331,7 @@ def validate_document(data: Any) -> ThreatModel:
     except ValidationError as exc:
         raise _field_error(exc, data) from None
     _check_unknown_fields(model)
-    validate_references(model, join_columns=True)
+    validate_references(model, join_columns=True, captured=captured)
     return model
 
 

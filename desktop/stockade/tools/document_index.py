@@ -332,7 +332,7 @@ class SectionIndex:
         if text is None:
             read = self._kept.search_text if self._kept is not None else None
             if read is not None:
-                # The compiled reader collected it while reading (`thf.search_text`).
+                # The compiled reader collected it while reading (`thf.capture`).
                 joined, read_lengths = read
                 text = joined.lower()
                 lengths: Iterable[int] = read_lengths

@@ -1,7 +1,7 @@
 """The search text the compiled reader collects while reading is the one the entities give.
 
 `thf/_blockyaml.c` builds the `text` filter's haystacks of the large sections from each
-record's mapping as it reads (`thf.search_text`), and the read tools start from it. These
+record's mapping as it reads (`thf.capture`), and the read tools start from it. These
 tests compare it, haystack by haystack, with `section_texts` over the document's entities
 (the plain definition, itself checked against `raw_haystack`), on generated documents whose
 records leave out defaults, write severities in any case, hold non-ASCII text, null lists
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from stockade.thf import read_text, to_yaml, validate_document
 from stockade.thf import reader as reader_module
+from stockade.thf.capture import CAPTURE
 from stockade.thf.columns import kept_columns
-from stockade.thf.search_text import CAPTURE
 from stockade.tools import document_index
 from stockade.tools.document_index import SectionIndex, section_texts
 from tests.conftest import examples
@@ -30,6 +30,8 @@ from tests.unit.thf.test_properties import documents
 pytestmark = pytest.mark.skipif(
     reader_module._load_block_subset is None, reason="this build has no compiled block reader"
 )
+
+TEXT_SECTIONS = [section for section, (parts, _) in CAPTURE.items() if parts]
 
 WORDS = st.sampled_from(["", "Web", "İstanbul", "ΣΑΣ", "straße", "a\nb", "x y", "Ǆ", "ﬁ", "db"])
 
@@ -90,7 +92,7 @@ def check_kept_texts(text: str) -> int:
     """Assert every kept search text is the entities' own; how many sections kept one."""
     model = read_text(text)
     kept_sections = 0
-    for section in CAPTURE:
+    for section in TEXT_SECTIONS:
         entities = getattr(model, section)
         kept = kept_columns(entities)
         assert kept is not None, section
@@ -112,7 +114,7 @@ def check_kept_texts(text: str) -> int:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(sparse_documents())
 def test_kept_search_text_is_the_entities_own_for_sparse_files(text: str) -> None:
-    assert check_kept_texts(text) == len(CAPTURE)
+    assert check_kept_texts(text) == len(TEXT_SECTIONS)
 
 
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
