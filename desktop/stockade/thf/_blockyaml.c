@@ -1316,10 +1316,6 @@ static PyObject *block_mapping(Parser *P, int indent) {
         return outside(P);
     }
     Capture *record_of = P->depth == 3 ? P->capturing : NULL; /* a captured section's record */
-    if (record_of != NULL) {
-        memset(P->slots, 0, sizeof(P->slots));
-        memset(P->column_slots, 0, sizeof(P->column_slots));
-    }
     PyObject *mapping = PyDict_New();
     if (mapping == NULL) {
         return NULL;
@@ -1446,6 +1442,11 @@ static PyObject *block_sequence(Parser *P, int indent) {
         PyObject *item;
         if (*q == '\n' || *q == '#' || is_dash(q)) {
             goto outside_subset;
+        }
+        if (P->capturing != NULL && P->depth == 2) {
+            /* A new record: none of its values read yet (an item written `{}` reads none). */
+            memset(P->slots, 0, sizeof(P->slots));
+            memset(P->column_slots, 0, sizeof(P->column_slots));
         }
         P->p = q;
         if (key_length_at(q) > 0) {

@@ -115,3 +115,17 @@ def test_broken_references_read_with_the_same_error(change: tuple[str, str], mes
         errors.append((raised.value.code, str(raised.value)))
     assert errors[0] == errors[1]
     assert message in errors[0][1]
+
+
+def test_a_record_written_as_an_empty_mapping_holds_no_value_of_the_one_before() -> None:
+    assert reader_module._load_block_subset is not None
+    from stockade.thf.capture import CAPTURE
+
+    text = ("groups:\n- id: a\n  parent: b\n- {}\n- id: c\nelements:\n- id: e\n  type: t\n"
+            "  name: n\n- {}\n")
+    captured = reader_module._load_block_subset(text, CAPTURE)
+    assert captured is not None
+    _, texts, columns = captured
+    assert columns["groups"]["id"] == (["a", None, "c"], "\x00a\x00\x00c\x00")
+    assert columns["groups"]["parent"] == (["b", None, None], "\x00b\x00\x00\x00")
+    assert "elements" not in texts and "elements" not in columns  # no id: not as expected
