@@ -83,12 +83,15 @@ from stockade.loop.state import (
     _new,
     _put_record_dict,
     _put_state_dict,
+    _set_streamed_n,
+    _Streamed,
     calls_of_iteration,
     new_call,
     new_message,
     new_text_block,
     new_tool_call_block,
     new_tool_result_block,
+    state_values,
     tool_call_ids,
     with_status,
 )
@@ -176,6 +179,8 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
     used-grant log `_used`, the turn's own call ids `_seen_turn` and the last close-out `_closed`)."""
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     new = _new(TurnState)
     _put_state_dict(new, values)
@@ -216,6 +221,8 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any],
         elif last < record.iteration:
             tail = len(calls)
     values = state.__dict__.copy()  # `_with_calls`, without its frame (one per opened call)
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     values["calls"] = new_calls
     values["_index"] = (new_calls, new_index, tail)
@@ -239,6 +246,8 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
                 tail: int | None, changes: dict[str, Any]) -> TurnState:
     """A copy of `state` with these calls, their id table and `changes`."""
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     values["calls"] = calls
     values["_index"] = (calls, index, tail)
@@ -379,7 +388,7 @@ def _append_text(state: TurnState, text: str) -> TurnState:
     append."""
     if not text:
         return state
-    values = state.__dict__.copy()
+    values = state_values(state)
     chunks = values["_chunks"]
     n = values["_n"]
     if chunks is None:
@@ -618,6 +627,8 @@ def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[st
     as_list[i] = record
     new_calls = tuple(as_list)
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     if changes:
         values.update(changes)
     values["calls"] = new_calls
@@ -987,7 +998,18 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
     # answered here without the handler lookup: `_on_text_delta` and `_on_progress` do the same.
     if kind is TextDelta and phase is _STREAMING:
-        return _append_text(state, input.text)  # type: ignore[union-attr]
+        text = input.text  # type: ignore[union-attr]
+        chunks = state._chunks
+        n = state._n
+        if chunks is not None and text and len(chunks.parts) == n:
+            # The newest view of its chunks (nearly every delta of a reply): the chunk goes
+            # in place and the new state shares this one's fields (`_Streamed`).
+            chunks.parts.append(text)
+            new = _Streamed()  # `new_streamed(state, n + 1)` without its frame
+            _put_state_dict(new, state.__dict__)
+            _set_streamed_n(new, n + 1)
+            return new
+        return _append_text(state, text)
     if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
         return state
     handler = _HANDLERS.get(kind)

@@ -593,7 +593,7 @@ class TurnState:
         return tuple(getattr(self, name) for name in _FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not TurnState:
+        if not isinstance(other, TurnState):
             return NotImplemented
         return self is other or self._values() == other._values()
 
@@ -674,7 +674,7 @@ class TurnState:
 
     def evolve(self, **changes: Any) -> TurnState:
         """A copy with `changes` applied (public fields only; not validated)."""
-        values = self.__dict__.copy()
+        values = state_values(self)
         for name, value in changes.items():
             if name == "draft":
                 values.update(_draft_parts(value))
@@ -694,6 +694,44 @@ class TurnState:
 
 
 _put_state_dict = TurnState.__dict__["__dict__"].__set__
+
+
+class _Streamed(TurnState):
+    """A state a text delta made by appending its chunk in place: it shares the instance dict of
+    the state it was made from (every field but where its text ends) and keeps its own `_n`
+    in a slot, which reads before the shared dict's entry.
+
+    A delta then costs one small object and no dict copy. Only the reducer makes these (see
+    `reduce_turn`), and anything that copies a state's dict takes `_n` from the slot
+    (`state_values`); the shared dict itself is never written but for identity-checked caches,
+    which hold for every state sharing it (none of them depends on the text).
+    """
+
+    __slots__ = ("_n",)
+    # Made by calling the class with no arguments: `object.__init__` in place of the fields'
+    # constructor makes that call cheaper than `object.__new__(_Streamed)` (no argument tuple).
+    __init__ = object.__init__
+
+
+_set_streamed_n = _Streamed.__dict__["_n"].__set__
+
+
+def new_streamed(state: TurnState, n: int) -> TurnState:
+    """A state equal to `state` but for its text, which ends at part `n` of the same chunks
+    (reducer use: the chunk list already holds part `n - 1`, appended in place)."""
+    new = _Streamed()
+    _put_state_dict(new, state.__dict__)
+    _set_streamed_n(new, n)
+    return new
+
+
+def state_values(state: TurnState) -> dict[str, Any]:
+    """A copy of `state`'s instance dict, with its own `_n` when it is a `_Streamed` state
+    (whose dict is shared with the state it was made from)."""
+    values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
+    return values
 
 
 def calls_of_iteration(
