@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from stockade.protocol.frozen import mutable_twin
 from stockade.tools.runtime import Tool, ToolEffect
 
 if TYPE_CHECKING:
@@ -131,22 +132,17 @@ class DenialRecord:
 def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
            iteration: int) -> Grant:
     """`Grant(...)` without the frozen `__init__`'s per-field cost (one per approved call)."""
-    grant = _new(Grant)
-    _set_call_id(grant, call_id)
-    _set_tool_name(grant, tool_name)
-    _set_input_digest(grant, input_digest)
-    _set_scope(grant, scope)
-    _set_iteration(grant, iteration)
+    grant = _GrantFields()
+    grant.call_id = call_id
+    grant.tool_name = tool_name
+    grant.input_digest = input_digest
+    grant.scope = scope
+    grant.iteration = iteration
+    grant.__class__ = Grant
     return grant
 
 
-# Each slot set through its own descriptor, which the frozen `__setattr__` does not guard.
-_new = object.__new__
-_set_call_id = Grant.__dict__["call_id"].__set__
-_set_tool_name = Grant.__dict__["tool_name"].__set__
-_set_input_digest = Grant.__dict__["input_digest"].__set__
-_set_scope = Grant.__dict__["scope"].__set__
-_set_iteration = Grant.__dict__["iteration"].__set__
+_GrantFields = mutable_twin(Grant)  # see `stockade.protocol.frozen`
 # Enum members as module globals: `GrantScope.CALL` goes through the enum metaclass each time.
 _CALL, _BATCH, _AUTO = GrantScope.CALL, GrantScope.BATCH, GrantScope.AUTO
 _READ = ToolEffect.READ
@@ -253,11 +249,12 @@ def grant_to_start(state: TurnState, call_id: str, call: CallRecord | None) -> G
 
 def _authorized(grant: Grant) -> Authorized:
     """`Authorized(grant)` without the frozen `__init__` (one per started call)."""
-    auth = _new(Authorized)
-    _set_grant(auth, grant)
+    auth = _AuthorizedFields()
+    auth.grant = grant
+    auth.__class__ = Authorized
     return auth
 
 
-_set_grant = Authorized.__dict__["grant"].__set__
+_AuthorizedFields = mutable_twin(Authorized)
 # Refusals are values: one per violation serves every call.
 _REFUSED = {violation: Refused(violation) for violation in Violation}

@@ -56,7 +56,7 @@ from stockade.loop.hooks import (
     RequestRefused,
     StepKind,
     TurnHooks,
-    TurnStep,
+    new_step,
 )
 from stockade.loop.limits import TurnLimits
 from stockade.loop.reasons import SettleReason
@@ -617,7 +617,7 @@ class TurnRunner:
         """Report one step before it proceeds; a failing hook stops a live turn (a cancellation
         is not an `Exception`: it propagates)."""
         try:
-            await self._hooks.record(TurnStep(kind, payload, confidential))
+            await self._hooks.record(new_step(kind, payload, confidential))
         except Exception as exc:
             self._stop_for(exc)
             return False
@@ -649,7 +649,7 @@ class TurnRunner:
             "credits_spent": state.budget.credits_spent,
         }
         try:
-            await self._hooks.record(TurnStep(StepKind.TURN_SETTLED, payload))
+            await self._hooks.record(new_step(StepKind.TURN_SETTLED, payload))
         except Exception as exc:
             self.audit_error = exc
 
@@ -961,10 +961,10 @@ class TurnRunner:
         # handling without its coroutine for each of the turn's most frequent steps).
         record = self._hooks.record
         try:
-            await record(TurnStep(_TOOL_PROPOSED, payload))
+            await record(new_step(_TOOL_PROPOSED, payload))
             if call.status is _APPROVED:
                 await record(
-                    TurnStep(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
+                    new_step(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
                 )
         except Exception as exc:
             self._stop_for(exc)
@@ -979,7 +979,7 @@ class TurnRunner:
                 "iteration": call.iteration,
             }
             try:
-                await self._hooks.record(TurnStep(_TOOL_STARTED, payload))
+                await self._hooks.record(new_step(_TOOL_STARTED, payload))
             except Exception as exc:  # as `_record` (see `_record_proposal`)
                 self._stop_for(exc)
                 return
@@ -1057,7 +1057,7 @@ class TurnRunner:
             "result_digest": _text_digest(final.result),
         }
         try:
-            await self._hooks.record(TurnStep(_TOOL_RESULT, payload))
+            await self._hooks.record(new_step(_TOOL_RESULT, payload))
         except Exception as exc:  # as `_record` (see `_record_proposal`)
             self._stop_for(exc)
             return

@@ -18,6 +18,7 @@ from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Viola
 from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.protocol.errors import ProtocolError
+from stockade.protocol.frozen import mutable_twin
 from stockade.protocol.messages import (
     ContentBlock,
     Message,
@@ -396,49 +397,48 @@ _put_record_dict = CallRecord.__dict__["__dict__"].__set__
 """Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
 
 
-# The conversation's blocks and messages the reducer makes (one or two per call), built without
-# the frozen dataclasses' `__init__` frames: each slot set through its own descriptor.
-_set_text = TextBlock.__dict__["text"].__set__
-_set_block_id = ToolCallBlock.__dict__["id"].__set__
-_set_block_name = ToolCallBlock.__dict__["name"].__set__
-_set_block_input = ToolCallBlock.__dict__["input"].__set__
-_set_result_call_id = ToolResultBlock.__dict__["tool_call_id"].__set__
-_set_result_content = ToolResultBlock.__dict__["content"].__set__
-_set_result_is_error = ToolResultBlock.__dict__["is_error"].__set__
-_set_role = Message.__dict__["role"].__set__
-_set_content = Message.__dict__["content"].__set__
+# The conversation's blocks and messages the reducer makes (one or two per call), built as
+# their mutable twins and then made the frozen classes (`stockade.protocol.frozen`).
+_TextBlockFields = mutable_twin(TextBlock)
+_ToolCallBlockFields = mutable_twin(ToolCallBlock)
+_ToolResultBlockFields = mutable_twin(ToolResultBlock)
+_MessageFields = mutable_twin(Message)
 
 
 def new_text_block(text: str) -> TextBlock:
     """`TextBlock(text)` (reducer use)."""
-    block = _new(TextBlock)
-    _set_text(block, text)
+    block = _TextBlockFields()
+    block.text = text
+    block.__class__ = TextBlock
     return block
 
 
 def new_tool_call_block(call_id: str, name: str, input: Any) -> ToolCallBlock:
     """`ToolCallBlock(call_id, name, input)` (reducer use)."""
-    block = _new(ToolCallBlock)
-    _set_block_id(block, call_id)
-    _set_block_name(block, name)
-    _set_block_input(block, input)
+    block = _ToolCallBlockFields()
+    block.id = call_id
+    block.name = name
+    block.input = input
+    block.__class__ = ToolCallBlock
     return block
 
 
 def new_tool_result_block(call_id: str, content: str, is_error: bool) -> ToolResultBlock:
     """`ToolResultBlock(call_id, content, is_error)` (reducer use)."""
-    block = _new(ToolResultBlock)
-    _set_result_call_id(block, call_id)
-    _set_result_content(block, content)
-    _set_result_is_error(block, is_error)
+    block = _ToolResultBlockFields()
+    block.tool_call_id = call_id
+    block.content = content
+    block.is_error = is_error
+    block.__class__ = ToolResultBlock
     return block
 
 
 def new_message(role: Role, content: tuple[ContentBlock, ...]) -> Message:
     """`Message(role, content)` (reducer use)."""
-    message = _new(Message)
-    _set_role(message, role)
-    _set_content(message, content)
+    message = _MessageFields()
+    message.role = role
+    message.content = content
+    message.__class__ = Message
     return message
 
 
