@@ -159,9 +159,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
     for call in calls:
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
-    return tuple(
-        _grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls
-    )
+    return tuple([_grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls])
 
 
 def auto_grant_read_only(
@@ -173,6 +171,17 @@ def auto_grant_read_only(
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
     return _grant(call_id, tool.name, input_digest, _AUTO, iteration)
+
+
+def auto_grant_for(tool_name: str, effect: ToolEffect, destructive: bool, call_id: str,
+                   input_digest: str, iteration: int) -> Grant:
+    """`auto_grant_read_only` for a caller holding the tool's static facts as a frozen tool set
+    keeps them (`ToolSet.facts`: its name, effect and destructive flag), read once per set."""
+    if effect is not _READ:
+        raise ValueError(f"The read-only policy cannot approve mutating tool {tool_name!r}.")
+    if destructive:
+        raise ValueError(f"The read-only policy cannot approve destructive tool {tool_name!r}.")
+    return _grant(call_id, tool_name, input_digest, _AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
@@ -212,11 +221,17 @@ def grant_to_start(state: TurnState, call_id: str, call: CallRecord | None) -> G
     if call is None:
         return _REFUSED[Violation.NO_GRANT]
     tool_name, digest = call.tool_name, call.input_digest
-    if state.tool_set.get(tool_name) is None:
+    # `state.tool_set.get(tool_name) is None`, without its frame:
+    if type(tool_name) is not str or tool_name not in state.tool_set._tools:
         return _REFUSED[Violation.UNKNOWN_TOOL]
     if state.denials and is_denied(state.denials, tool_name, digest):
         return _REFUSED[Violation.DENIED_REPLAY]
-    named = state.grants_for(call_id)
+    # `state.grants_for(call_id)`, its table looked up here when it is the grants' own:
+    by_call = state.__dict__.get("_grants_by_call")
+    if by_call is not None and by_call[0] is state.grants:
+        named = by_call[1].get(call_id, ())
+    else:
+        named = state.grants_for(call_id)
     if not named:
         return _REFUSED[Violation.NO_GRANT]
     iteration = state.iteration

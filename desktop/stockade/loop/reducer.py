@@ -24,6 +24,8 @@ policy's denial is marked as one, and calls a stop leaves undecided or unstarted
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from stockade.loop.authorization import (
@@ -32,7 +34,7 @@ from stockade.loop.authorization import (
     Grant,
     Refused,
     Violation,
-    auto_grant_read_only,
+    auto_grant_for,
     grant_for_batch,
     grant_for_call,
     grant_to_start,
@@ -62,6 +64,7 @@ from stockade.loop.edits import CallEdit, describe_changes, edited_result, prepa
 from stockade.loop.limits import (
     BoundKind,
     TurnBudget,
+    _put_budget_dict,
     bounded_notice,
     budget_exhaustion,
     new_budget,
@@ -85,12 +88,12 @@ from stockade.loop.state import (
     _put_state_dict,
     _set_streamed_n,
     _Streamed,
+    _ToolCallBlockFields,
+    _ToolResultBlockFields,
     calls_of_iteration,
     new_call,
     new_message,
     new_text_block,
-    new_tool_call_block,
-    new_tool_result_block,
     state_values,
     tool_call_ids,
     with_status,
@@ -139,6 +142,10 @@ _DENIED = CallStatus.DENIED
 _NOT_RUN = CallStatus.NOT_RUN
 _READ = ToolEffect.READ
 _MUTATE = ToolEffect.MUTATE
+
+_STATUS = attrgetter("status")
+_PENDINGS = repeat(_PENDING)  # an endless iterator: shared, it never changes
+_TOOL_CALL_ID = attrgetter("tool_call_id")
 
 # Texts the model reads as tool results. Authored for Stockade.
 UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you were given.'
@@ -299,29 +306,39 @@ def _close_out(state: TurnState) -> TurnState:
                 else done_answered
     if answered is None:
         answered = _answered_ids(history)
-    replaced = {
-        i: c.with_changes(
-            status=_NOT_RUN,
-            denial_reason=DenialReason.TURN_CANCELLED,
-            result=NOT_RUN_TEXT,
-            is_error=True,
-        )
-        for i, c in enumerate(calls[start:], start)
-        if c.status not in TERMINAL_STATUSES
-    }
-    if replaced:
+    fresh = calls[start:]
+    # Whether any is not terminal, looked up in C (an advance finds every call terminal).
+    if not TERMINAL_STATUSES.issuperset(map(_STATUS, fresh)):
+        replaced = {
+            i: c.with_changes(
+                status=_NOT_RUN,
+                denial_reason=DenialReason.TURN_CANCELLED,
+                result=NOT_RUN_TEXT,
+                is_error=True,
+            )
+            for i, c in enumerate(fresh, start)
+            if c.status not in TERMINAL_STATUSES
+        }
         state = _replace_calls(state, replaced, {})
         calls = state.calls
-    results = tuple([
-        new_tool_result_block(c.id, c.result if c.result is not None else c.summary, c.is_error)
-        for c in calls[start:]
-        if c.id not in answered
-    ])
+        fresh = calls[start:]
+    # Each unanswered call's result block (`new_tool_result_block`, without its frame).
+    results: list[ToolResultBlock] = []
+    for c in fresh:
+        call_id = c.id
+        if call_id not in answered:
+            block = _ToolResultBlockFields()
+            block.tool_call_id = call_id
+            result = c.result
+            block.content = result if result is not None else c.summary
+            block.is_error = c.is_error
+            block.__class__ = ToolResultBlock
+            results.append(block)
     if not results:
         state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    history = history + (new_message("user", results),)  # noqa: RUF005
-    answered = answered | {b.tool_call_id for b in results}
+    history = history + (new_message("user", tuple(results)),)  # noqa: RUF005
+    answered = answered.union(map(_TOOL_CALL_ID, results))
     return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
 
 
@@ -358,9 +375,9 @@ def _maybe_executing(state: TurnState) -> TurnState:
     `state` must be the one this transition has just built (nobody holds it yet), so the
     phase is set in its own dict rather than through another copy."""
     calls, _, tail = state._call_table()
-    for c in calls_of_iteration(calls, tail, state.iteration):
-        if c.status is _PENDING:
-            return state
+    # `any(c.status is _PENDING for c in ...)`, iterated in C.
+    if any(map(is_, map(_STATUS, calls_of_iteration(calls, tail, state.iteration)), _PENDINGS)):
+        return state
     state.__dict__["phase"] = _EXECUTING
     return state
 
@@ -442,7 +459,11 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         return _violation(
             state, Violation.DUPLICATE_CALL_ID, call_id, f"Reused tool call id {call_id!r}."
         )
-    block = new_tool_call_block(call_id, event.name, event.input)
+    block = _ToolCallBlockFields()  # `new_tool_call_block(...)`, without its frame
+    block.id = call_id
+    block.name = event.name
+    block.input = event.input
+    block.__class__ = ToolCallBlock
     chunks = state._chunks
     if chunks is None:
         blocks = (state._blocks or ()) + (block,)
@@ -464,7 +485,8 @@ def _open_call(
     """Create the record for a call whose tool_call block `changes` puts in the draft."""
     iteration = state.iteration
     table = state._call_table()
-    facts = state.tool_set.facts(name)
+    # `state.tool_set.facts(name)`, without its frame:
+    facts = state.tool_set._facts.get(name) if type(name) is str else None
     if facts is None:
         text = UNKNOWN_TOOL_TEXT.format(name=name)
         record = new_call(
@@ -477,7 +499,7 @@ def _open_call(
         return _append_call(state, record, changes, table)
 
     tool, effect, destructive = facts
-    calls, _, tail = table
+    calls, index, tail = table
     if tail is not None and calls and calls[-1].iteration == iteration:
         in_iteration = len(calls) - tail  # `len(calls_of_iteration(...))` without the slice
     else:
@@ -512,13 +534,17 @@ def _open_call(
             return _violation(state, Violation.REFUSED_INPUT, call_id, text)
         return state
 
-    changes["budget"] = new_budget(
-        budget.iterations_started,
-        budget.tool_calls_accepted + 1,
-        budget.retries_used,
-        budget.started_at_ms,
-        budget.credits_spent,
-    )
+    # From here on the common case, with the frames of `new_budget`, `new_call` and
+    # `_append_call` written out (one of each per opened call).
+    accepted = _new(TurnBudget)
+    _put_budget_dict(accepted, {
+        "iterations_started": budget.iterations_started,
+        "tool_calls_accepted": budget.tool_calls_accepted + 1,
+        "retries_used": budget.retries_used,
+        "started_at_ms": budget.started_at_ms,
+        "credits_spent": budget.credits_spent,
+    })
+    changes["budget"] = accepted
     digest = prepared.input_digest
     summary = prepared.summary
     denials = state.denials
@@ -529,20 +555,38 @@ def _open_call(
             raw, POLICY_TWIN_TEXT if by_policy else DECLINED_TWIN_TEXT, True,
             DenialReason.POLICY_DENIED if by_policy else DenialReason.USER_DECLINED, prepared,
         )
-    elif effect is _READ and not destructive:
-        record = new_call(
-            call_id, name, digest, summary, effect, destructive, iteration, _APPROVED,
-            raw, None, False, None, prepared,
-        )
-        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest,
-                                     iteration=iteration)
+        return _append_call(state, record, changes, table)
+    if effect is _READ and not destructive:
+        status = _APPROVED
+        grant = auto_grant_for(name, effect, destructive, call_id, digest, iteration)
         changes["grants"] = state.grants + (grant,)  # noqa: RUF005
     else:
-        record = new_call(
-            call_id, name, digest, summary, effect, destructive, iteration, _PENDING,
-            raw, None, False, None, prepared,
-        )
-    return _append_call(state, record, changes, table)
+        status = _PENDING
+    record = _new(CallRecord)
+    _put_record_dict(record, {
+        "id": call_id, "tool_name": name, "input_digest": digest, "summary": summary,
+        "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
+        "raw_input": raw, "result": None, "is_error": False, "denial_reason": None,
+        "edit": None, "prepared": prepared,
+    })
+    new_calls = calls + (record,)  # noqa: RUF005
+    new_index = index.copy()
+    new_index.setdefault(call_id, len(calls))
+    if tail is not None and calls:
+        last = calls[-1].iteration
+        if last > iteration:
+            tail = None
+        elif last < iteration:
+            tail = len(calls)
+    values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
+    values.update(changes)
+    values["calls"] = new_calls
+    values["_index"] = (new_calls, new_index, tail)
+    new = _new(TurnState)
+    _put_state_dict(new, values)
+    return new
 
 
 def _answer_dropped_calls(state: TurnState) -> TurnState:
@@ -675,33 +719,54 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
     if state.phase is not _AWAITING_APPROVAL:
         return state
     wanted = set(cmd.call_ids)
-    calls, index, _ = state._call_table()
-    if len(index) == len(calls):
-        # Ids are unique (as the reducer keeps them): the wanted calls are found by position,
-        # in call order, without a pass over the whole turn.
-        candidates = [(i, calls[i]) for i in sorted(index[w] for w in wanted if w in index)]
-    else:
-        candidates = [(i, c) for i, c in enumerate(calls) if c.id in wanted]
+    calls, index, tail = state._call_table()
+    if len(index) != len(calls):
+        return _approve_batch_by_scan(state, wanted, calls)
+    # Ids are unique (as the reducer keeps them): the wanted calls are found by position, in
+    # call order, without a pass over the whole turn; one pass over them picks the eligible
+    # ones and makes each one's approved record (`with_status`, without its frame).
+    tools = state.tool_set._tools  # `tool_set.get(name) is not None`, without its frame
+    eligible: list[CallRecord] = []
+    as_list: list[CallRecord] | None = None
+    for i in sorted([index[w] for w in wanted if w in index]):
+        c = calls[i]
+        if c.status is _PENDING and not c.destructive:
+            name = c.tool_name
+            if type(name) is str and name in tools:
+                eligible.append(c)
+                values = c.__dict__.copy()
+                values["status"] = _APPROVED
+                approved = _new(CallRecord)
+                _put_record_dict(approved, values)
+                if as_list is None:
+                    as_list = list(calls)
+                as_list[i] = approved
+    if as_list is None:
+        return state
+    grants = grant_for_batch(eligible, state.iteration)
+    new_calls = tuple(as_list)
+    return _maybe_executing(_with_calls(state, new_calls, index, tail,
+                                        {"grants": state.grants + grants}))
+
+
+def _approve_batch_by_scan(state: TurnState, wanted: set[str],
+                           calls: tuple[CallRecord, ...]) -> TurnState:
+    """`_on_approve_batch` for a state whose calls repeat an id (built by hand): every call
+    with a wanted id is looked at, and every record with an eligible id is approved."""
     tool_set = state.tool_set
     eligible = [
-        (i, c)
-        for i, c in candidates
-        if c.status is _PENDING
+        c
+        for c in calls
+        if c.id in wanted
+        and c.status is _PENDING
         and not c.destructive
         and tool_set.get(c.tool_name) is not None
     ]
     if not eligible:
         return state
-    grants = grant_for_batch([c for _, c in eligible], state.iteration)
-    if len(index) == len(calls):
-        replaced = {i: with_status(c, _APPROVED) for i, c in eligible}
-    else:
-        ids = {c.id for _, c in eligible}
-        replaced = {
-            i: c.with_changes(status=_APPROVED)
-            for i, c in enumerate(calls)
-            if c.id in ids
-        }
+    grants = grant_for_batch(eligible, state.iteration)
+    ids = {c.id for c in eligible}
+    replaced = {i: c.with_changes(status=_APPROVED) for i, c in enumerate(calls) if c.id in ids}
     state = _replace_calls(state, replaced, {"grants": state.grants + grants})
     return _maybe_executing(state)
 
@@ -787,8 +852,11 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     auth = grant_to_start(state, call_id, call)
     if type(auth) is Grant:
         assert call is not None and i is not None  # grant_to_start found it
-        return _replace_call(state, i, with_status(call, _RUNNING),
-                             {"_used": state._used.append(auth)}, table)
+        values = call.__dict__.copy()  # `with_status(call, _RUNNING)`, without its frame
+        values["status"] = _RUNNING
+        running = _new(CallRecord)
+        _put_record_dict(running, values)
+        return _replace_call(state, i, running, {"_used": state._used.append(auth)}, table)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
@@ -831,7 +899,7 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
 def _on_advance(state: TurnState, cmd: Advance) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    if any(c.status not in TERMINAL_STATUSES for c in state.iteration_calls()):
+    if not TERMINAL_STATUSES.issuperset(map(_STATUS, state.iteration_calls())):
         return state
     state = _close_out(state)
     bound = budget_exhaustion(state.budget, state.limits, cmd.now_ms)
@@ -996,7 +1064,7 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     kind = type(input)
     phase = state.phase
     # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
-    # answered here without the handler lookup: `_on_text_delta` and `_on_progress` do the same.
+    # answered here: `_on_text_delta` and `_on_progress` do the same.
     if kind is TextDelta and phase is _STREAMING:
         text = input.text  # type: ignore[union-attr]
         chunks = state._chunks
@@ -1010,19 +1078,27 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
             _set_streamed_n(new, n + 1)
             return new
         return _append_text(state, text)
-    if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
-        return state
-    handler = _HANDLERS.get(kind)
     if phase is not _SETTLED:
-        if handler is None:
-            return state  # not a turn input at all; ignoring it keeps the reducer total
-        return handler(state, input)
+        if kind is ToolCallInputDelta or kind is Usage:
+            return state
+        return _LIVE_HANDLERS[kind](state, input)
     if kind is UndoTurn:
         return _mark_undone(state, input)  # type: ignore[arg-type]
     if kind is ChargeCredits:
         return _on_charge_credits(state, input)  # type: ignore[arg-type]
     name = getattr(input, "type", kind.__name__)
     return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {name!r}.")
+
+
+class _Handlers(dict[type, Callable[[TurnState, Any], TurnState]]):
+    """The handlers by input type; a type with none (not a turn input at all) gets one that
+    ignores it, which keeps the reducer total (looked up by subscript: cheaper than `get`)."""
+
+    def __missing__(self, kind: type) -> Callable[[TurnState, Any], TurnState]:
+        return _on_progress
+
+
+_LIVE_HANDLERS = _Handlers(_HANDLERS)
 
 
 def initial_state() -> TurnState:

@@ -279,7 +279,8 @@ class _MemberLog:
         return cls(listed, first, len(listed))
 
     def append(self, item: Any) -> _MemberLog:
-        items, n = self._items, self._n
+        items = self._items
+        n = self._n
         if len(items) != n or not n:
             # Another view appended here already, or this is an empty log (often the shared
             # one every new state starts with, which must keep no turn's items).
@@ -287,10 +288,7 @@ class _MemberLog:
         items.append(item)
         first = self._first
         first.setdefault(item, n)
-        # The new view without `__init__`'s frame (one per opened call and per started call).
-        log = _new(_MemberLog)
-        log._items, log._first, log._n, log._tuple = items, first, n + 1, None
-        return log
+        return _MemberLog(items, first, n + 1)
 
     def __contains__(self, item: Any) -> bool:
         i = self._first.get(item)
