@@ -24,8 +24,6 @@ policy's denial is marked as one, and calls a stop leaves undecided or unstarted
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
-from operator import attrgetter, is_
 from typing import Any
 
 from stockade.loop.authorization import (
@@ -143,9 +141,6 @@ _NOT_RUN = CallStatus.NOT_RUN
 _READ = ToolEffect.READ
 _MUTATE = ToolEffect.MUTATE
 
-_STATUS = attrgetter("status")
-_PENDINGS = repeat(_PENDING)  # an endless iterator: shared, it never changes
-_TOOL_CALL_ID = attrgetter("tool_call_id")
 
 # Texts the model reads as tool results. Authored for Stockade.
 UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you were given.'
@@ -307,26 +302,29 @@ def _close_out(state: TurnState) -> TurnState:
     if answered is None:
         answered = _answered_ids(history)
     fresh = calls[start:]
-    # Whether any is not terminal, looked up in C (an advance finds every call terminal).
-    if not TERMINAL_STATUSES.issuperset(map(_STATUS, fresh)):
-        replaced = {
-            i: c.with_changes(
-                status=_NOT_RUN,
-                denial_reason=DenialReason.TURN_CANCELLED,
-                result=NOT_RUN_TEXT,
-                is_error=True,
-            )
-            for i, c in enumerate(fresh, start)
-            if c.status not in TERMINAL_STATUSES
-        }
-        state = _replace_calls(state, replaced, {})
-        calls = state.calls
-        fresh = calls[start:]
+    for c in fresh:
+        if c.status not in TERMINAL_STATUSES:
+            replaced = {
+                i: c.with_changes(
+                    status=_NOT_RUN,
+                    denial_reason=DenialReason.TURN_CANCELLED,
+                    result=NOT_RUN_TEXT,
+                    is_error=True,
+                )
+                for i, c in enumerate(fresh, start)
+                if c.status not in TERMINAL_STATUSES
+            }
+            state = _replace_calls(state, replaced, {})
+            calls = state.calls
+            fresh = calls[start:]
+            break
     # Each unanswered call's result block (`new_tool_result_block`, without its frame).
     results: list[ToolResultBlock] = []
+    ids: list[str] = []
     for c in fresh:
         call_id = c.id
         if call_id not in answered:
+            ids.append(call_id)
             block = _ToolResultBlockFields()
             block.tool_call_id = call_id
             result = c.result
@@ -338,7 +336,7 @@ def _close_out(state: TurnState) -> TurnState:
         state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
     history = history + (new_message("user", tuple(results)),)  # noqa: RUF005
-    answered = answered.union(map(_TOOL_CALL_ID, results))
+    answered = answered.union(ids)
     return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
 
 
@@ -375,9 +373,9 @@ def _maybe_executing(state: TurnState) -> TurnState:
     `state` must be the one this transition has just built (nobody holds it yet), so the
     phase is set in its own dict rather than through another copy."""
     calls, _, tail = state._call_table()
-    # `any(c.status is _PENDING for c in ...)`, iterated in C.
-    if any(map(is_, map(_STATUS, calls_of_iteration(calls, tail, state.iteration)), _PENDINGS)):
-        return state
+    for c in calls_of_iteration(calls, tail, state.iteration):
+        if c.status is _PENDING:
+            return state
     state.__dict__["phase"] = _EXECUTING
     return state
 
@@ -899,8 +897,9 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
 def _on_advance(state: TurnState, cmd: Advance) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    if not TERMINAL_STATUSES.issuperset(map(_STATUS, state.iteration_calls())):
-        return state
+    for c in state.iteration_calls():
+        if c.status not in TERMINAL_STATUSES:
+            return state
     state = _close_out(state)
     bound = budget_exhaustion(state.budget, state.limits, cmd.now_ms)
     if bound is not None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from stockade.loop.authorization import Authorized, GrantScope, authorize_found
+from stockade.loop.authorization import GrantScope, Refused, grant_to_start
 from stockade.loop.commands import (
     Advance,
     ApprovalWaited,
@@ -308,10 +308,17 @@ class TurnRunner:
         """Approve exactly the ids captured when the user clicked (destructive ones excluded)."""
         self._account_wait()
         wanted = set(call_ids)
+        calls, index, _ = self._state._call_table()
+        if len(index) == len(calls):
+            # Ids are unique: the wanted calls by position, in call order (`pending_calls()`
+            # filtered by id, without a pass over the whole turn).
+            named = [calls[i] for i in sorted([index[w] for w in wanted if w in index])]
+        else:
+            named = [c for c in calls if c.id in wanted]
         eligible = [
             c
-            for c in self._state.pending_calls()
-            if c.id in wanted and not c.destructive and self._tool_set.get(c.tool_name)
+            for c in named
+            if c.status is _PENDING and not c.destructive and self._tool_set.get(c.tool_name)
         ]
         if self._state.phase is _AWAITING and eligible:
             for call in eligible:
@@ -882,16 +889,22 @@ class TurnRunner:
         dispatch = self._dispatch
         try:
             async for event in stream:
-                if type(event) in _CONTENT_EVENTS:
+                kind = type(event)
+                if kind in _CONTENT_EVENTS:
                     # Most of a stream: no error, usage, completed call or end to look at;
                     # dispatched as `_dispatch` does, without its frame for each event.
                     tally.started = produced = True
                     state = self._state
-                    new = reduce_turn(state, event)
-                    if new is not state:
-                        self._state = new
-                        if self._on_state is not None:
-                            self._notify(new)
+                    if kind is ToolCallInputDelta and state.phase is not _SETTLED:
+                        # The reducer answers an argument delta before settlement with the
+                        # state it was given: there is nothing to reduce.
+                        new = state
+                    else:
+                        new = reduce_turn(state, event)
+                        if new is not state:
+                            self._state = new
+                            if self._on_state is not None:
+                                self._notify(new)
                     if new.phase not in _STREAM_PHASES:
                         break
                     continue
@@ -970,8 +983,9 @@ class TurnRunner:
             self._stop_for(exc)
 
     async def _execute(self, call: CallRecord) -> None:
-        # `call` is the current state's record (drive found it there just now).
-        if isinstance(authorize_found(self._state, call.id, call), Authorized):
+        # `call` is the current state's record (drive found it there just now). Whether
+        # `authorize_found` would authorize it: the grant itself, without its `Authorized`.
+        if not isinstance(grant_to_start(self._state, call.id, call), Refused):
             payload = {
                 "call_id": call.id,
                 "tool": call.tool_name,
@@ -986,7 +1000,9 @@ class TurnRunner:
             if self._state.phase is not _EXECUTING:
                 return
         self._dispatch(StartCall(call.id))
-        current = self._state.call(call.id)
+        table = self._state._call_table()  # `self._state.call(call.id)`, without its frames
+        at = table[1].get(call.id)
+        current = None if at is None else table[0][at]
         if current is None or current.status is not _RUNNING:
             return  # refused: the reducer settled it and recorded why
         prepared = current.prepared
