@@ -21,6 +21,7 @@ from stockade.loop.state import (
     TurnState,
     new_call,
 )
+from stockade.protocol.events import ToolCallInputDelta
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolEffect
 from tests.conftest import examples
@@ -129,3 +130,15 @@ def test_an_object_that_is_no_input_is_ignored_while_live_and_recorded_once_sett
     settled = TurnState(phase=TurnPhase.SETTLED)
     after = reduce_turn(settled, 42)  # type: ignore[arg-type]
     assert [v.detail for v in after.violations] == ["Dropped 'int'."]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.sampled_from(list(TurnPhase)), _CALLS, st.text(max_size=4), st.text(max_size=4))
+def test_an_argument_delta_changes_nothing_before_settlement(
+    phase: TurnPhase, calls: list[tuple[str, int, Any, str]], call_id: str, piece: str
+) -> None:
+    """What the runner's pump relies on to skip reducing argument deltas: before settlement the
+    reducer answers one with the very state it was given (after it, with a violation)."""
+    state = _state(phase, calls, 1)
+    after = reduce_turn(state, ToolCallInputDelta(call_id, piece))
+    assert (after is state) is (phase is not TurnPhase.SETTLED)
