@@ -34,7 +34,6 @@ from stockade.loop.commands import (
     ApprovalWaited,
     ApproveBatch,
     ApproveCall,
-    CallSettled,
     Cancel,
     ChargeCredits,
     CheckDeadline,
@@ -42,11 +41,12 @@ from stockade.loop.commands import (
     EditCall,
     RefuseRequest,
     Retry,
-    StartCall,
     StopTurn,
     StreamEnded,
     Submit,
     UndoTurn,
+    call_settled,
+    start_call,
 )
 from stockade.loop.edits import prepare_edit
 from stockade.loop.history import DocumentSession
@@ -999,7 +999,7 @@ class TurnRunner:
                 return
             if self._state.phase is not _EXECUTING:
                 return
-        self._dispatch(StartCall(call.id))
+        self._dispatch(start_call(call.id))
         table = self._state._call_table()  # `self._state.call(call.id)`, without its frames
         at = table[1].get(call.id)
         current = None if at is None else table[0][at]
@@ -1077,7 +1077,7 @@ class TurnRunner:
         except Exception as exc:  # as `_record` (see `_record_proposal`)
             self._stop_for(exc)
             return
-        self._dispatch(CallSettled(call.id, final))
+        self._dispatch(call_settled(call.id, final))
 
 
 _PLAIN: dict[str, str] = {m: m.value for e in (GrantScope, CallStatus, ToolEffect) for m in e}
@@ -1189,6 +1189,7 @@ class _RequestDigests:
         # sorted JSON once encoded (None until then).
         self._plain_inputs: dict[int, tuple[Any, str | None]] = {}
         self._head = ""
+        self._head_of: tuple[int, str] | None = None  # an exact int limit and its head
         self._hashed: list[Message] = []
         self._hasher: Any = None
         self._tail_key: tuple[Any, ...] = ()
@@ -1232,10 +1233,17 @@ class _RequestDigests:
             return None
         quote = _encode_string
         parts: list[str] = []
+        plain_inputs = self._plain_inputs
         for block in message.content:
             if type(block) is ToolCallBlock:
                 call_id, name = block.id, block.name
-                value = self.plain_json(block.input)
+                # `self.plain_json(block.input)`, its kept text read here when there is one.
+                raw = block.input
+                kept = plain_inputs.get(id(raw))
+                if kept is not None and kept[0] is raw and kept[1] is not None:
+                    value: str | None = kept[1]
+                else:
+                    value = self.plain_json(raw)
                 if value is None or type(call_id) is not str or type(name) is not str:
                     return None
                 parts.append(f'{{"id":{quote(call_id)},"input":{value},'
@@ -1257,7 +1265,13 @@ class _RequestDigests:
         return f'{{"content":[{",".join(parts)}],"role":{quote(role)}}}'
 
     def of(self, request: ChatRequest) -> str:
-        head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
+        limit = request.max_output_tokens
+        kept_head = self._head_of
+        if type(limit) is int and kept_head is not None and kept_head[0] == limit:
+            head = kept_head[1]  # equal ints print the same (every request of a turn)
+        else:
+            head = canonical_json({"max_output_tokens": limit})[:-1]
+            self._head_of = (limit, head) if type(limit) is int else None
         messages = request.messages
         hashed = self._hashed
         kept = len(hashed)
