@@ -538,6 +538,7 @@ class TurnState:
     _used: _MemberLog  # used_grants, shared between states like the violation log
     _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
     _seen_turn: _MemberLog  # ids the reducer has added since: a turn's few calls
+    _index: CallTable | None = None  # the last call table built (see `_call_table`)
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
     _open: tuple[tuple[str, str], ...]
     _chunks: _Chunks | None
@@ -617,7 +618,7 @@ class TurnState:
     def _call_table(self) -> CallTable:
         """(calls, id -> position, tail): `tail` is where the last call's iteration begins
         along `calls` when iterations never decrease along it (0 for no calls), else None."""
-        cached = self.__dict__.get("_index")
+        cached = self._index  # the instance's own, else the class's None
         calls = self.calls
         if cached is not None and cached[0] is calls:
             return cached
