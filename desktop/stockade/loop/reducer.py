@@ -497,7 +497,7 @@ def _open_call(
         return _append_call(state, record, changes, table)
 
     tool, effect, destructive = facts
-    calls, index, tail = table
+    calls, _, tail = table
     if tail is not None and calls and calls[-1].iteration == iteration:
         in_iteration = len(calls) - tail  # `len(calls_of_iteration(...))` without the slice
     else:
@@ -532,8 +532,8 @@ def _open_call(
             return _violation(state, Violation.REFUSED_INPUT, call_id, text)
         return state
 
-    # From here on the common case, with the frames of `new_budget`, `new_call` and
-    # `_append_call` written out (one of each per opened call).
+    # From here on the common case, with the frames of `new_budget` and `new_call` written
+    # out (one of each per opened call).
     accepted = _new(TurnBudget)
     _put_budget_dict(accepted, {
         "iterations_started": budget.iterations_started,
@@ -567,24 +567,7 @@ def _open_call(
         "raw_input": raw, "result": None, "is_error": False, "denial_reason": None,
         "edit": None, "prepared": prepared,
     })
-    new_calls = calls + (record,)  # noqa: RUF005
-    new_index = index.copy()
-    new_index.setdefault(call_id, len(calls))
-    if tail is not None and calls:
-        last = calls[-1].iteration
-        if last > iteration:
-            tail = None
-        elif last < iteration:
-            tail = len(calls)
-    values = state.__dict__.copy()
-    if type(state) is _Streamed:
-        values["_n"] = state._n
-    values.update(changes)
-    values["calls"] = new_calls
-    values["_index"] = (new_calls, new_index, tail)
-    new = _new(TurnState)
-    _put_state_dict(new, values)
-    return new
+    return _append_call(state, record, changes, table)
 
 
 def _answer_dropped_calls(state: TurnState) -> TurnState:
