@@ -1,6 +1,7 @@
-"""The handlers' shortcuts (checks iterated in C, frames written out, tables read in place)
-answer as their plain definitions, for states the reducer built and states built by hand
-(statuses that are equal strings but not the members, names that are not exact strings)."""
+"""The handlers' shortcuts (one pass where there were several, frames written out, tables read
+in place, inputs the reducer would return unchanged not reduced) answer as their plain
+definitions, for states the reducer built and states built by hand (statuses that are equal
+strings but not the members, names that are not exact strings)."""
 
 from __future__ import annotations
 
