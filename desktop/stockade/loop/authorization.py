@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from stockade.protocol.frozen import mutable_twin
 from stockade.tools.runtime import Tool, ToolEffect
 
 if TYPE_CHECKING:
@@ -131,22 +132,17 @@ class DenialRecord:
 def _grant(call_id: str, tool_name: str, input_digest: str, scope: GrantScope,
            iteration: int) -> Grant:
     """`Grant(...)` without the frozen `__init__`'s per-field cost (one per approved call)."""
-    grant = _new(Grant)
-    _set_call_id(grant, call_id)
-    _set_tool_name(grant, tool_name)
-    _set_input_digest(grant, input_digest)
-    _set_scope(grant, scope)
-    _set_iteration(grant, iteration)
+    grant = _GrantFields()
+    grant.call_id = call_id
+    grant.tool_name = tool_name
+    grant.input_digest = input_digest
+    grant.scope = scope
+    grant.iteration = iteration
+    grant.__class__ = Grant
     return grant
 
 
-# Each slot set through its own descriptor, which the frozen `__setattr__` does not guard.
-_new = object.__new__
-_set_call_id = Grant.__dict__["call_id"].__set__
-_set_tool_name = Grant.__dict__["tool_name"].__set__
-_set_input_digest = Grant.__dict__["input_digest"].__set__
-_set_scope = Grant.__dict__["scope"].__set__
-_set_iteration = Grant.__dict__["iteration"].__set__
+_GrantFields = mutable_twin(Grant)  # see `stockade.protocol.frozen`
 # Enum members as module globals: `GrantScope.CALL` goes through the enum metaclass each time.
 _CALL, _BATCH, _AUTO = GrantScope.CALL, GrantScope.BATCH, GrantScope.AUTO
 _READ = ToolEffect.READ
@@ -163,9 +159,7 @@ def grant_for_batch(calls: Sequence[CallRecord], iteration: int) -> tuple[Grant,
     for call in calls:
         if call.destructive:
             raise ValueError(f"A batch grant cannot include destructive call {call.id!r}.")
-    return tuple(
-        _grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls
-    )
+    return tuple([_grant(c.id, c.tool_name, c.input_digest, _BATCH, iteration) for c in calls])
 
 
 def auto_grant_read_only(
@@ -177,6 +171,17 @@ def auto_grant_read_only(
     if tool.destructive:
         raise ValueError(f"The read-only policy cannot approve destructive tool {tool.name!r}.")
     return _grant(call_id, tool.name, input_digest, _AUTO, iteration)
+
+
+def auto_grant_for(tool_name: str, effect: ToolEffect, destructive: bool, call_id: str,
+                   input_digest: str, iteration: int) -> Grant:
+    """`auto_grant_read_only` for a caller holding the tool's static facts as a frozen tool set
+    keeps them (`ToolSet.facts`: its name, effect and destructive flag), read once per set."""
+    if effect is not _READ:
+        raise ValueError(f"The read-only policy cannot approve mutating tool {tool_name!r}.")
+    if destructive:
+        raise ValueError(f"The read-only policy cannot approve destructive tool {tool_name!r}.")
+    return _grant(call_id, tool_name, input_digest, _AUTO, iteration)
 
 
 def is_denied(denials: Iterable[DenialRecord], tool_name: str, input_digest: str) -> bool:
@@ -216,11 +221,17 @@ def grant_to_start(state: TurnState, call_id: str, call: CallRecord | None) -> G
     if call is None:
         return _REFUSED[Violation.NO_GRANT]
     tool_name, digest = call.tool_name, call.input_digest
-    if state.tool_set.get(tool_name) is None:
+    # `state.tool_set.get(tool_name) is None`, without its frame:
+    if type(tool_name) is not str or tool_name not in state.tool_set._tools:
         return _REFUSED[Violation.UNKNOWN_TOOL]
     if state.denials and is_denied(state.denials, tool_name, digest):
         return _REFUSED[Violation.DENIED_REPLAY]
-    named = state.grants_for(call_id)
+    # `state.grants_for(call_id)`, its table looked up here when it is the grants' own:
+    by_call = state.__dict__.get("_grants_by_call")
+    if by_call is not None and by_call[0] is state.grants:
+        named = by_call[1].get(call_id, ())
+    else:
+        named = state.grants_for(call_id)
     if not named:
         return _REFUSED[Violation.NO_GRANT]
     iteration = state.iteration
@@ -253,11 +264,12 @@ def grant_to_start(state: TurnState, call_id: str, call: CallRecord | None) -> G
 
 def _authorized(grant: Grant) -> Authorized:
     """`Authorized(grant)` without the frozen `__init__` (one per started call)."""
-    auth = _new(Authorized)
-    _set_grant(auth, grant)
+    auth = _AuthorizedFields()
+    auth.grant = grant
+    auth.__class__ = Authorized
     return auth
 
 
-_set_grant = Authorized.__dict__["grant"].__set__
+_AuthorizedFields = mutable_twin(Authorized)
 # Refusals are values: one per violation serves every call.
 _REFUSED = {violation: Refused(violation) for violation in Violation}

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from stockade.loop.limits import TurnLimits
 from stockade.protocol.errors import ProtocolError
+from stockade.protocol.frozen import mutable_twin
 from stockade.protocol.messages import Message
 from stockade.tools.runtime import ToolOutcome
 
@@ -181,3 +182,27 @@ TurnCommand = (
     | ApprovalWaited
     | StopTurn
 )
+
+
+# The two commands the runner sends per call, built as their mutable twins and then made the
+# frozen classes (`stockade.protocol.frozen`): the frozen `__init__` sets each field through
+# `object.__setattr__`.
+_StartCallFields = mutable_twin(StartCall)
+_CallSettledFields = mutable_twin(CallSettled)
+
+
+def start_call(call_id: str) -> StartCall:
+    """`StartCall(call_id)` (runner use)."""
+    command = _StartCallFields()
+    command.call_id = call_id
+    command.__class__ = StartCall
+    return command
+
+
+def call_settled(call_id: str, outcome: ToolOutcome) -> CallSettled:
+    """`CallSettled(call_id, outcome)` (runner use)."""
+    command = _CallSettledFields()
+    command.call_id = call_id
+    command.outcome = outcome
+    command.__class__ = CallSettled
+    return command

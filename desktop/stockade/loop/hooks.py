@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from stockade.protocol.events import Usage
+from stockade.protocol.frozen import mutable_twin
 from stockade.protocol.request import ChatRequest
 
 
@@ -57,6 +58,20 @@ class TurnStep:
 _set_kind = vars(TurnStep)["kind"].__set__  # the slots' member descriptors
 _set_payload = vars(TurnStep)["payload"].__set__
 _set_confidential = vars(TurnStep)["confidential"].__set__
+
+
+def new_step(kind: StepKind, payload: dict[str, Any], confidential: tuple[str, ...] = ()) -> TurnStep:
+    """`TurnStep(kind, payload, confidential)` built as its mutable twin (runner use: a turn
+    records about four steps per call; see `stockade.protocol.frozen`)."""
+    step = _TurnStepFields()
+    step.kind = kind
+    step.payload = payload
+    step.confidential = confidential
+    step.__class__ = TurnStep
+    return step
+
+
+_TurnStepFields = mutable_twin(TurnStep)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from stockade.loop.authorization import (
     Grant,
     Refused,
     Violation,
-    auto_grant_read_only,
+    auto_grant_for,
     grant_for_batch,
     grant_for_call,
     grant_to_start,
@@ -62,6 +62,7 @@ from stockade.loop.edits import CallEdit, describe_changes, edited_result, prepa
 from stockade.loop.limits import (
     BoundKind,
     TurnBudget,
+    _put_budget_dict,
     bounded_notice,
     budget_exhaustion,
     new_budget,
@@ -83,12 +84,15 @@ from stockade.loop.state import (
     _new,
     _put_record_dict,
     _put_state_dict,
+    _set_streamed_n,
+    _Streamed,
+    _ToolCallBlockFields,
+    _ToolResultBlockFields,
     calls_of_iteration,
     new_call,
     new_message,
     new_text_block,
-    new_tool_call_block,
-    new_tool_result_block,
+    state_values,
     tool_call_ids,
     with_status,
 )
@@ -137,6 +141,7 @@ _NOT_RUN = CallStatus.NOT_RUN
 _READ = ToolEffect.READ
 _MUTATE = ToolEffect.MUTATE
 
+
 # Texts the model reads as tool results. Authored for Stockade.
 UNKNOWN_TOOL_TEXT = 'There is no tool named "{name}". Use only the tools you were given.'
 LIMIT_TEXT = "Not run: this turn has already made as many tool calls as it is allowed."
@@ -176,6 +181,8 @@ def _evolve(state: TurnState, changes: dict[str, Any]) -> TurnState:
     `_blocks`/`_open`/`_chunks`/`_n`, the violation log `_log`, the call table `_index`, the
     used-grant log `_used`, the turn's own call ids `_seen_turn` and the last close-out `_closed`)."""
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     new = _new(TurnState)
     _put_state_dict(new, values)
@@ -216,6 +223,8 @@ def _append_call(state: TurnState, record: CallRecord, changes: dict[str, Any],
         elif last < record.iteration:
             tail = len(calls)
     values = state.__dict__.copy()  # `_with_calls`, without its frame (one per opened call)
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     values["calls"] = new_calls
     values["_index"] = (new_calls, new_index, tail)
@@ -239,6 +248,8 @@ def _with_calls(state: TurnState, calls: tuple[CallRecord, ...], index: dict[str
                 tail: int | None, changes: dict[str, Any]) -> TurnState:
     """A copy of `state` with these calls, their id table and `changes`."""
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     values.update(changes)
     values["calls"] = calls
     values["_index"] = (calls, index, tail)
@@ -290,29 +301,42 @@ def _close_out(state: TurnState) -> TurnState:
                 else done_answered
     if answered is None:
         answered = _answered_ids(history)
-    replaced = {
-        i: c.with_changes(
-            status=_NOT_RUN,
-            denial_reason=DenialReason.TURN_CANCELLED,
-            result=NOT_RUN_TEXT,
-            is_error=True,
-        )
-        for i, c in enumerate(calls[start:], start)
-        if c.status not in TERMINAL_STATUSES
-    }
-    if replaced:
-        state = _replace_calls(state, replaced, {})
-        calls = state.calls
-    results = tuple([
-        new_tool_result_block(c.id, c.result if c.result is not None else c.summary, c.is_error)
-        for c in calls[start:]
-        if c.id not in answered
-    ])
+    fresh = calls[start:]
+    for c in fresh:
+        if c.status not in TERMINAL_STATUSES:
+            replaced = {
+                i: c.with_changes(
+                    status=_NOT_RUN,
+                    denial_reason=DenialReason.TURN_CANCELLED,
+                    result=NOT_RUN_TEXT,
+                    is_error=True,
+                )
+                for i, c in enumerate(fresh, start)
+                if c.status not in TERMINAL_STATUSES
+            }
+            state = _replace_calls(state, replaced, {})
+            calls = state.calls
+            fresh = calls[start:]
+            break
+    # Each unanswered call's result block (`new_tool_result_block`, without its frame).
+    results: list[ToolResultBlock] = []
+    ids: list[str] = []
+    for c in fresh:
+        call_id = c.id
+        if call_id not in answered:
+            ids.append(call_id)
+            block = _ToolResultBlockFields()
+            block.tool_call_id = call_id
+            result = c.result
+            block.content = result if result is not None else c.summary
+            block.is_error = c.is_error
+            block.__class__ = ToolResultBlock
+            results.append(block)
     if not results:
         state.__dict__["_closed"] = (calls, history, answered)  # benign cache write
         return state
-    history = history + (new_message("user", results),)  # noqa: RUF005
-    answered = answered | {b.tool_call_id for b in results}
+    history = history + (new_message("user", tuple(results)),)  # noqa: RUF005
+    answered = answered.union(ids)
     return _evolve(state, {"history": history, "_closed": (calls, history, answered)})
 
 
@@ -379,7 +403,7 @@ def _append_text(state: TurnState, text: str) -> TurnState:
     append."""
     if not text:
         return state
-    values = state.__dict__.copy()
+    values = state_values(state)
     chunks = values["_chunks"]
     n = values["_n"]
     if chunks is None:
@@ -433,7 +457,11 @@ def _on_tool_call_complete(state: TurnState, event: ToolCallComplete) -> TurnSta
         return _violation(
             state, Violation.DUPLICATE_CALL_ID, call_id, f"Reused tool call id {call_id!r}."
         )
-    block = new_tool_call_block(call_id, event.name, event.input)
+    block = _ToolCallBlockFields()  # `new_tool_call_block(...)`, without its frame
+    block.id = call_id
+    block.name = event.name
+    block.input = event.input
+    block.__class__ = ToolCallBlock
     chunks = state._chunks
     if chunks is None:
         blocks = (state._blocks or ()) + (block,)
@@ -455,7 +483,8 @@ def _open_call(
     """Create the record for a call whose tool_call block `changes` puts in the draft."""
     iteration = state.iteration
     table = state._call_table()
-    facts = state.tool_set.facts(name)
+    # `state.tool_set.facts(name)`, without its frame:
+    facts = state.tool_set._facts.get(name) if type(name) is str else None
     if facts is None:
         text = UNKNOWN_TOOL_TEXT.format(name=name)
         record = new_call(
@@ -503,13 +532,17 @@ def _open_call(
             return _violation(state, Violation.REFUSED_INPUT, call_id, text)
         return state
 
-    changes["budget"] = new_budget(
-        budget.iterations_started,
-        budget.tool_calls_accepted + 1,
-        budget.retries_used,
-        budget.started_at_ms,
-        budget.credits_spent,
-    )
+    # From here on the common case, with the frames of `new_budget` and `new_call` written
+    # out (one of each per opened call).
+    accepted = _new(TurnBudget)
+    _put_budget_dict(accepted, {
+        "iterations_started": budget.iterations_started,
+        "tool_calls_accepted": budget.tool_calls_accepted + 1,
+        "retries_used": budget.retries_used,
+        "started_at_ms": budget.started_at_ms,
+        "credits_spent": budget.credits_spent,
+    })
+    changes["budget"] = accepted
     digest = prepared.input_digest
     summary = prepared.summary
     denials = state.denials
@@ -520,19 +553,20 @@ def _open_call(
             raw, POLICY_TWIN_TEXT if by_policy else DECLINED_TWIN_TEXT, True,
             DenialReason.POLICY_DENIED if by_policy else DenialReason.USER_DECLINED, prepared,
         )
-    elif effect is _READ and not destructive:
-        record = new_call(
-            call_id, name, digest, summary, effect, destructive, iteration, _APPROVED,
-            raw, None, False, None, prepared,
-        )
-        grant = auto_grant_read_only(tool, call_id=call_id, input_digest=digest,
-                                     iteration=iteration)
+        return _append_call(state, record, changes, table)
+    if effect is _READ and not destructive:
+        status = _APPROVED
+        grant = auto_grant_for(name, effect, destructive, call_id, digest, iteration)
         changes["grants"] = state.grants + (grant,)  # noqa: RUF005
     else:
-        record = new_call(
-            call_id, name, digest, summary, effect, destructive, iteration, _PENDING,
-            raw, None, False, None, prepared,
-        )
+        status = _PENDING
+    record = _new(CallRecord)
+    _put_record_dict(record, {
+        "id": call_id, "tool_name": name, "input_digest": digest, "summary": summary,
+        "effect": effect, "destructive": destructive, "iteration": iteration, "status": status,
+        "raw_input": raw, "result": None, "is_error": False, "denial_reason": None,
+        "edit": None, "prepared": prepared,
+    })
     return _append_call(state, record, changes, table)
 
 
@@ -618,6 +652,8 @@ def _replace_call(state: TurnState, i: int, record: CallRecord, changes: dict[st
     as_list[i] = record
     new_calls = tuple(as_list)
     values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
     if changes:
         values.update(changes)
     values["calls"] = new_calls
@@ -664,33 +700,54 @@ def _on_approve_batch(state: TurnState, cmd: ApproveBatch) -> TurnState:
     if state.phase is not _AWAITING_APPROVAL:
         return state
     wanted = set(cmd.call_ids)
-    calls, index, _ = state._call_table()
-    if len(index) == len(calls):
-        # Ids are unique (as the reducer keeps them): the wanted calls are found by position,
-        # in call order, without a pass over the whole turn.
-        candidates = [(i, calls[i]) for i in sorted(index[w] for w in wanted if w in index)]
-    else:
-        candidates = [(i, c) for i, c in enumerate(calls) if c.id in wanted]
+    calls, index, tail = state._call_table()
+    if len(index) != len(calls):
+        return _approve_batch_by_scan(state, wanted, calls)
+    # Ids are unique (as the reducer keeps them): the wanted calls are found by position, in
+    # call order, without a pass over the whole turn; one pass over them picks the eligible
+    # ones and makes each one's approved record (`with_status`, without its frame).
+    tools = state.tool_set._tools  # `tool_set.get(name) is not None`, without its frame
+    eligible: list[CallRecord] = []
+    as_list: list[CallRecord] | None = None
+    for i in sorted([index[w] for w in wanted if w in index]):
+        c = calls[i]
+        if c.status is _PENDING and not c.destructive:
+            name = c.tool_name
+            if type(name) is str and name in tools:
+                eligible.append(c)
+                values = c.__dict__.copy()
+                values["status"] = _APPROVED
+                approved = _new(CallRecord)
+                _put_record_dict(approved, values)
+                if as_list is None:
+                    as_list = list(calls)
+                as_list[i] = approved
+    if as_list is None:
+        return state
+    grants = grant_for_batch(eligible, state.iteration)
+    new_calls = tuple(as_list)
+    return _maybe_executing(_with_calls(state, new_calls, index, tail,
+                                        {"grants": state.grants + grants}))
+
+
+def _approve_batch_by_scan(state: TurnState, wanted: set[str],
+                           calls: tuple[CallRecord, ...]) -> TurnState:
+    """`_on_approve_batch` for a state whose calls repeat an id (built by hand): every call
+    with a wanted id is looked at, and every record with an eligible id is approved."""
     tool_set = state.tool_set
     eligible = [
-        (i, c)
-        for i, c in candidates
-        if c.status is _PENDING
+        c
+        for c in calls
+        if c.id in wanted
+        and c.status is _PENDING
         and not c.destructive
         and tool_set.get(c.tool_name) is not None
     ]
     if not eligible:
         return state
-    grants = grant_for_batch([c for _, c in eligible], state.iteration)
-    if len(index) == len(calls):
-        replaced = {i: with_status(c, _APPROVED) for i, c in eligible}
-    else:
-        ids = {c.id for _, c in eligible}
-        replaced = {
-            i: c.with_changes(status=_APPROVED)
-            for i, c in enumerate(calls)
-            if c.id in ids
-        }
+    grants = grant_for_batch(eligible, state.iteration)
+    ids = {c.id for c in eligible}
+    replaced = {i: c.with_changes(status=_APPROVED) for i, c in enumerate(calls) if c.id in ids}
     state = _replace_calls(state, replaced, {"grants": state.grants + grants})
     return _maybe_executing(state)
 
@@ -776,8 +833,11 @@ def _on_start_call(state: TurnState, cmd: StartCall) -> TurnState:
     auth = grant_to_start(state, call_id, call)
     if type(auth) is Grant:
         assert call is not None and i is not None  # grant_to_start found it
-        return _replace_call(state, i, with_status(call, _RUNNING),
-                             {"_used": state._used.append(auth)}, table)
+        values = call.__dict__.copy()  # `with_status(call, _RUNNING)`, without its frame
+        values["status"] = _RUNNING
+        running = _new(CallRecord)
+        _put_record_dict(running, values)
+        return _replace_call(state, i, running, {"_used": state._used.append(auth)}, table)
     assert isinstance(auth, Refused)
     state = _violation(
         state, auth.violation, cmd.call_id, f"Start refused: {auth.violation.value}."
@@ -820,8 +880,9 @@ def _on_call_settled(state: TurnState, cmd: CallSettled) -> TurnState:
 def _on_advance(state: TurnState, cmd: Advance) -> TurnState:
     if state.phase is not _EXECUTING:
         return state
-    if any(c.status not in TERMINAL_STATUSES for c in state.iteration_calls()):
-        return state
+    for c in state.iteration_calls():
+        if c.status not in TERMINAL_STATUSES:
+            return state
     state = _close_out(state)
     bound = budget_exhaustion(state.budget, state.limits, cmd.now_ms)
     if bound is not None:
@@ -985,22 +1046,41 @@ def reduce_turn(state: TurnState, input: TurnInput) -> TurnState:
     kind = type(input)
     phase = state.phase
     # The inputs a turn receives most (a reply's text deltas, argument deltas and usage) are
-    # answered here without the handler lookup: `_on_text_delta` and `_on_progress` do the same.
+    # answered here: `_on_text_delta` and `_on_progress` do the same.
     if kind is TextDelta and phase is _STREAMING:
-        return _append_text(state, input.text)  # type: ignore[union-attr]
-    if (kind is ToolCallInputDelta or kind is Usage) and phase is not _SETTLED:
-        return state
-    handler = _HANDLERS.get(kind)
+        text = input.text  # type: ignore[union-attr]
+        chunks = state._chunks
+        n = state._n
+        if chunks is not None and text and len(chunks.parts) == n:
+            # The newest view of its chunks (nearly every delta of a reply): the chunk goes
+            # in place and the new state shares this one's fields (`_Streamed`).
+            chunks.parts.append(text)
+            new = _Streamed()  # `new_streamed(state, n + 1)` without its frame
+            _put_state_dict(new, state.__dict__)
+            _set_streamed_n(new, n + 1)
+            return new
+        return _append_text(state, text)
     if phase is not _SETTLED:
-        if handler is None:
-            return state  # not a turn input at all; ignoring it keeps the reducer total
-        return handler(state, input)
+        if kind is ToolCallInputDelta or kind is Usage:
+            return state
+        return _LIVE_HANDLERS[kind](state, input)
     if kind is UndoTurn:
         return _mark_undone(state, input)  # type: ignore[arg-type]
     if kind is ChargeCredits:
         return _on_charge_credits(state, input)  # type: ignore[arg-type]
     name = getattr(input, "type", kind.__name__)
     return _violation(state, Violation.POST_SETTLEMENT_EVENT, None, f"Dropped {name!r}.")
+
+
+class _Handlers(dict[type, Callable[[TurnState, Any], TurnState]]):
+    """The handlers by input type; a type with none (not a turn input at all) gets one that
+    ignores it, which keeps the reducer total (looked up by subscript: cheaper than `get`)."""
+
+    def __missing__(self, kind: type) -> Callable[[TurnState, Any], TurnState]:
+        return _on_progress
+
+
+_LIVE_HANDLERS = _Handlers(_HANDLERS)
 
 
 def initial_state() -> TurnState:

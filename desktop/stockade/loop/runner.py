@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from stockade.loop.authorization import Authorized, GrantScope, authorize_found
+from stockade.loop.authorization import GrantScope, Refused, grant_to_start
 from stockade.loop.commands import (
     Advance,
     ApprovalWaited,
     ApproveBatch,
     ApproveCall,
-    CallSettled,
     Cancel,
     ChargeCredits,
     CheckDeadline,
@@ -42,11 +41,12 @@ from stockade.loop.commands import (
     EditCall,
     RefuseRequest,
     Retry,
-    StartCall,
     StopTurn,
     StreamEnded,
     Submit,
     UndoTurn,
+    call_settled,
+    start_call,
 )
 from stockade.loop.edits import prepare_edit
 from stockade.loop.history import DocumentSession
@@ -56,7 +56,7 @@ from stockade.loop.hooks import (
     RequestRefused,
     StepKind,
     TurnHooks,
-    TurnStep,
+    new_step,
 )
 from stockade.loop.limits import TurnLimits
 from stockade.loop.reasons import SettleReason
@@ -308,10 +308,17 @@ class TurnRunner:
         """Approve exactly the ids captured when the user clicked (destructive ones excluded)."""
         self._account_wait()
         wanted = set(call_ids)
+        calls, index, _ = self._state._call_table()
+        if len(index) == len(calls):
+            # Ids are unique: the wanted calls by position, in call order (`pending_calls()`
+            # filtered by id, without a pass over the whole turn).
+            named = [calls[i] for i in sorted([index[w] for w in wanted if w in index])]
+        else:
+            named = [c for c in calls if c.id in wanted]
         eligible = [
             c
-            for c in self._state.pending_calls()
-            if c.id in wanted and not c.destructive and self._tool_set.get(c.tool_name)
+            for c in named
+            if c.status is _PENDING and not c.destructive and self._tool_set.get(c.tool_name)
         ]
         if self._state.phase is _AWAITING and eligible:
             for call in eligible:
@@ -617,7 +624,7 @@ class TurnRunner:
         """Report one step before it proceeds; a failing hook stops a live turn (a cancellation
         is not an `Exception`: it propagates)."""
         try:
-            await self._hooks.record(TurnStep(kind, payload, confidential))
+            await self._hooks.record(new_step(kind, payload, confidential))
         except Exception as exc:
             self._stop_for(exc)
             return False
@@ -649,7 +656,7 @@ class TurnRunner:
             "credits_spent": state.budget.credits_spent,
         }
         try:
-            await self._hooks.record(TurnStep(StepKind.TURN_SETTLED, payload))
+            await self._hooks.record(new_step(StepKind.TURN_SETTLED, payload))
         except Exception as exc:
             self.audit_error = exc
 
@@ -882,16 +889,22 @@ class TurnRunner:
         dispatch = self._dispatch
         try:
             async for event in stream:
-                if type(event) in _CONTENT_EVENTS:
+                kind = type(event)
+                if kind in _CONTENT_EVENTS:
                     # Most of a stream: no error, usage, completed call or end to look at;
                     # dispatched as `_dispatch` does, without its frame for each event.
                     tally.started = produced = True
                     state = self._state
-                    new = reduce_turn(state, event)
-                    if new is not state:
-                        self._state = new
-                        if self._on_state is not None:
-                            self._notify(new)
+                    if kind is ToolCallInputDelta and state.phase is not _SETTLED:
+                        # The reducer answers an argument delta before settlement with the
+                        # state it was given: there is nothing to reduce.
+                        new = state
+                    else:
+                        new = reduce_turn(state, event)
+                        if new is not state:
+                            self._state = new
+                            if self._on_state is not None:
+                                self._notify(new)
                     if new.phase not in _STREAM_PHASES:
                         break
                     continue
@@ -961,17 +974,18 @@ class TurnRunner:
         # handling without its coroutine for each of the turn's most frequent steps).
         record = self._hooks.record
         try:
-            await record(TurnStep(_TOOL_PROPOSED, payload))
+            await record(new_step(_TOOL_PROPOSED, payload))
             if call.status is _APPROVED:
                 await record(
-                    TurnStep(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
+                    new_step(_TOOL_APPROVED, self._decision_payload(call, "policy", _BY_AUTO))
                 )
         except Exception as exc:
             self._stop_for(exc)
 
     async def _execute(self, call: CallRecord) -> None:
-        # `call` is the current state's record (drive found it there just now).
-        if isinstance(authorize_found(self._state, call.id, call), Authorized):
+        # `call` is the current state's record (drive found it there just now). Whether
+        # `authorize_found` would authorize it: the grant itself, without its `Authorized`.
+        if not isinstance(grant_to_start(self._state, call.id, call), Refused):
             payload = {
                 "call_id": call.id,
                 "tool": call.tool_name,
@@ -979,14 +993,16 @@ class TurnRunner:
                 "iteration": call.iteration,
             }
             try:
-                await self._hooks.record(TurnStep(_TOOL_STARTED, payload))
+                await self._hooks.record(new_step(_TOOL_STARTED, payload))
             except Exception as exc:  # as `_record` (see `_record_proposal`)
                 self._stop_for(exc)
                 return
             if self._state.phase is not _EXECUTING:
                 return
-        self._dispatch(StartCall(call.id))
-        current = self._state.call(call.id)
+        self._dispatch(start_call(call.id))
+        table = self._state._call_table()  # `self._state.call(call.id)`, without its frames
+        at = table[1].get(call.id)
+        current = None if at is None else table[0][at]
         if current is None or current.status is not _RUNNING:
             return  # refused: the reducer settled it and recorded why
         prepared = current.prepared
@@ -1057,11 +1073,11 @@ class TurnRunner:
             "result_digest": _text_digest(final.result),
         }
         try:
-            await self._hooks.record(TurnStep(_TOOL_RESULT, payload))
+            await self._hooks.record(new_step(_TOOL_RESULT, payload))
         except Exception as exc:  # as `_record` (see `_record_proposal`)
             self._stop_for(exc)
             return
-        self._dispatch(CallSettled(call.id, final))
+        self._dispatch(call_settled(call.id, final))
 
 
 _PLAIN: dict[str, str] = {m: m.value for e in (GrantScope, CallStatus, ToolEffect) for m in e}
@@ -1173,6 +1189,7 @@ class _RequestDigests:
         # sorted JSON once encoded (None until then).
         self._plain_inputs: dict[int, tuple[Any, str | None]] = {}
         self._head = ""
+        self._head_of: tuple[int, str] | None = None  # an exact int limit and its head
         self._hashed: list[Message] = []
         self._hasher: Any = None
         self._tail_key: tuple[Any, ...] = ()
@@ -1216,10 +1233,17 @@ class _RequestDigests:
             return None
         quote = _encode_string
         parts: list[str] = []
+        plain_inputs = self._plain_inputs
         for block in message.content:
             if type(block) is ToolCallBlock:
                 call_id, name = block.id, block.name
-                value = self.plain_json(block.input)
+                # `self.plain_json(block.input)`, its kept text read here when there is one.
+                raw = block.input
+                kept = plain_inputs.get(id(raw))
+                if kept is not None and kept[0] is raw and kept[1] is not None:
+                    value: str | None = kept[1]
+                else:
+                    value = self.plain_json(raw)
                 if value is None or type(call_id) is not str or type(name) is not str:
                     return None
                 parts.append(f'{{"id":{quote(call_id)},"input":{value},'
@@ -1241,7 +1265,13 @@ class _RequestDigests:
         return f'{{"content":[{",".join(parts)}],"role":{quote(role)}}}'
 
     def of(self, request: ChatRequest) -> str:
-        head = canonical_json({"max_output_tokens": request.max_output_tokens})[:-1]
+        limit = request.max_output_tokens
+        kept_head = self._head_of
+        if type(limit) is int and kept_head is not None and kept_head[0] == limit:
+            head = kept_head[1]  # equal ints print the same (every request of a turn)
+        else:
+            head = canonical_json({"max_output_tokens": limit})[:-1]
+            self._head_of = (limit, head) if type(limit) is int else None
         messages = request.messages
         hashed = self._hashed
         kept = len(hashed)

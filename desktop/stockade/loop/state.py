@@ -18,6 +18,7 @@ from stockade.loop.authorization import DenialReason, DenialRecord, Grant, Viola
 from stockade.loop.edits import CallEdit
 from stockade.loop.limits import TurnBudget, TurnLimits
 from stockade.protocol.errors import ProtocolError
+from stockade.protocol.frozen import mutable_twin
 from stockade.protocol.messages import (
     ContentBlock,
     Message,
@@ -278,7 +279,8 @@ class _MemberLog:
         return cls(listed, first, len(listed))
 
     def append(self, item: Any) -> _MemberLog:
-        items, n = self._items, self._n
+        items = self._items
+        n = self._n
         if len(items) != n or not n:
             # Another view appended here already, or this is an empty log (often the shared
             # one every new state starts with, which must keep no turn's items).
@@ -286,10 +288,7 @@ class _MemberLog:
         items.append(item)
         first = self._first
         first.setdefault(item, n)
-        # The new view without `__init__`'s frame (one per opened call and per started call).
-        log = _new(_MemberLog)
-        log._items, log._first, log._n, log._tuple = items, first, n + 1, None
-        return log
+        return _MemberLog(items, first, n + 1)
 
     def __contains__(self, item: Any) -> bool:
         i = self._first.get(item)
@@ -396,49 +395,48 @@ _put_record_dict = CallRecord.__dict__["__dict__"].__set__
 """Sets a new record's instance dict (the descriptor itself: cheaper than `object.__setattr__`)."""
 
 
-# The conversation's blocks and messages the reducer makes (one or two per call), built without
-# the frozen dataclasses' `__init__` frames: each slot set through its own descriptor.
-_set_text = TextBlock.__dict__["text"].__set__
-_set_block_id = ToolCallBlock.__dict__["id"].__set__
-_set_block_name = ToolCallBlock.__dict__["name"].__set__
-_set_block_input = ToolCallBlock.__dict__["input"].__set__
-_set_result_call_id = ToolResultBlock.__dict__["tool_call_id"].__set__
-_set_result_content = ToolResultBlock.__dict__["content"].__set__
-_set_result_is_error = ToolResultBlock.__dict__["is_error"].__set__
-_set_role = Message.__dict__["role"].__set__
-_set_content = Message.__dict__["content"].__set__
+# The conversation's blocks and messages the reducer makes (one or two per call), built as
+# their mutable twins and then made the frozen classes (`stockade.protocol.frozen`).
+_TextBlockFields = mutable_twin(TextBlock)
+_ToolCallBlockFields = mutable_twin(ToolCallBlock)
+_ToolResultBlockFields = mutable_twin(ToolResultBlock)
+_MessageFields = mutable_twin(Message)
 
 
 def new_text_block(text: str) -> TextBlock:
     """`TextBlock(text)` (reducer use)."""
-    block = _new(TextBlock)
-    _set_text(block, text)
+    block = _TextBlockFields()
+    block.text = text
+    block.__class__ = TextBlock
     return block
 
 
 def new_tool_call_block(call_id: str, name: str, input: Any) -> ToolCallBlock:
     """`ToolCallBlock(call_id, name, input)` (reducer use)."""
-    block = _new(ToolCallBlock)
-    _set_block_id(block, call_id)
-    _set_block_name(block, name)
-    _set_block_input(block, input)
+    block = _ToolCallBlockFields()
+    block.id = call_id
+    block.name = name
+    block.input = input
+    block.__class__ = ToolCallBlock
     return block
 
 
 def new_tool_result_block(call_id: str, content: str, is_error: bool) -> ToolResultBlock:
     """`ToolResultBlock(call_id, content, is_error)` (reducer use)."""
-    block = _new(ToolResultBlock)
-    _set_result_call_id(block, call_id)
-    _set_result_content(block, content)
-    _set_result_is_error(block, is_error)
+    block = _ToolResultBlockFields()
+    block.tool_call_id = call_id
+    block.content = content
+    block.is_error = is_error
+    block.__class__ = ToolResultBlock
     return block
 
 
 def new_message(role: Role, content: tuple[ContentBlock, ...]) -> Message:
     """`Message(role, content)` (reducer use)."""
-    message = _new(Message)
-    _set_role(message, role)
-    _set_content(message, content)
+    message = _MessageFields()
+    message.role = role
+    message.content = content
+    message.__class__ = Message
     return message
 
 
@@ -540,6 +538,7 @@ class TurnState:
     _used: _MemberLog  # used_grants, shared between states like the violation log
     _seen: frozenset[str]  # seen_call_ids as given (history's ids, at submit)
     _seen_turn: _MemberLog  # ids the reducer has added since: a turn's few calls
+    _index: CallTable | None = None  # the last call table built (see `_call_table`)
     _blocks: tuple[ContentBlock, ...] | None  # None: no assistant message is streaming
     _open: tuple[tuple[str, str], ...]
     _chunks: _Chunks | None
@@ -593,7 +592,7 @@ class TurnState:
         return tuple(getattr(self, name) for name in _FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not TurnState:
+        if not isinstance(other, TurnState):
             return NotImplemented
         return self is other or self._values() == other._values()
 
@@ -619,7 +618,7 @@ class TurnState:
     def _call_table(self) -> CallTable:
         """(calls, id -> position, tail): `tail` is where the last call's iteration begins
         along `calls` when iterations never decrease along it (0 for no calls), else None."""
-        cached = self.__dict__.get("_index")
+        cached = self._index  # the instance's own, else the class's None
         calls = self.calls
         if cached is not None and cached[0] is calls:
             return cached
@@ -674,7 +673,7 @@ class TurnState:
 
     def evolve(self, **changes: Any) -> TurnState:
         """A copy with `changes` applied (public fields only; not validated)."""
-        values = self.__dict__.copy()
+        values = state_values(self)
         for name, value in changes.items():
             if name == "draft":
                 values.update(_draft_parts(value))
@@ -694,6 +693,44 @@ class TurnState:
 
 
 _put_state_dict = TurnState.__dict__["__dict__"].__set__
+
+
+class _Streamed(TurnState):
+    """A state a text delta made by appending its chunk in place: it shares the instance dict of
+    the state it was made from (every field but where its text ends) and keeps its own `_n`
+    in a slot, which reads before the shared dict's entry.
+
+    A delta then costs one small object and no dict copy. Only the reducer makes these (see
+    `reduce_turn`), and anything that copies a state's dict takes `_n` from the slot
+    (`state_values`); the shared dict itself is never written but for identity-checked caches,
+    which hold for every state sharing it (none of them depends on the text).
+    """
+
+    __slots__ = ("_n",)
+    # Made by calling the class with no arguments: `object.__init__` in place of the fields'
+    # constructor makes that call cheaper than `object.__new__(_Streamed)` (no argument tuple).
+    __init__ = object.__init__
+
+
+_set_streamed_n = _Streamed.__dict__["_n"].__set__
+
+
+def new_streamed(state: TurnState, n: int) -> TurnState:
+    """A state equal to `state` but for its text, which ends at part `n` of the same chunks
+    (reducer use: the chunk list already holds part `n - 1`, appended in place)."""
+    new = _Streamed()
+    _put_state_dict(new, state.__dict__)
+    _set_streamed_n(new, n)
+    return new
+
+
+def state_values(state: TurnState) -> dict[str, Any]:
+    """A copy of `state`'s instance dict, with its own `_n` when it is a `_Streamed` state
+    (whose dict is shared with the state it was made from)."""
+    values = state.__dict__.copy()
+    if type(state) is _Streamed:
+        values["_n"] = state._n
+    return values
 
 
 def calls_of_iteration(

@@ -10,6 +10,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from stockade.protocol.frozen import mutable_twin
 from stockade.thf.model import ThreatModel
 from stockade.tools.schema import FORBIDDEN_KEY
 
@@ -107,7 +108,6 @@ class PreparedCall:
 
 
 # The slots' own setters, which the frozen `__setattr__` does not guard.
-_new = object.__new__
 _set_tool_name = PreparedCall.__dict__["tool_name"].__set__
 _set_summary = PreparedCall.__dict__["summary"].__set__
 _set_input_digest = PreparedCall.__dict__["input_digest"].__set__
@@ -138,14 +138,18 @@ def new_prepared_call(
     """`PreparedCall(...)` whose `input` is `dump(value, mode="json", by_alias=True,
     exclude_none=True)`, made when first read; without `__init__`'s frame (one per prepared
     call; `Tool.prepare` use only)."""
-    call = _new(PreparedCall)
-    _set_tool_name(call, tool_name)
-    _set_summary(call, summary)
-    _set_input_digest(call, input_digest)
-    _set_run(call, run)
-    _set_value(call, value)
-    _set_dump(call, dump)
+    call = _PreparedCallFields()  # see `stockade.protocol.frozen`
+    call.tool_name = tool_name
+    call.summary = summary
+    call.input_digest = input_digest
+    call.run = run
+    call._value = value
+    call._dump = dump
+    call.__class__ = PreparedCall
     return call
+
+
+_PreparedCallFields = mutable_twin(PreparedCall)
 
 
 class Tool(Protocol):

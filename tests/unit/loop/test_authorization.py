@@ -246,3 +246,11 @@ def test_authorize_start_decides_as_the_plain_definition(
     assert authorize_start(state, call_id) == plain
     found = grant_to_start(state, call_id, state.call(call_id))  # the reducer's form
     assert (found if isinstance(found, Refused) else Authorized(found)) == plain
+    # Again, with the grants' table built above kept in the state (read in place), and in a
+    # copy whose grants are others (the copied table is not theirs).
+    found = grant_to_start(state, call_id, state.call(call_id))
+    assert (found if isinstance(found, Refused) else Authorized(found)) == plain
+    other = state.evolve(grants=tuple(reversed(grants[1:])))
+    found = grant_to_start(other, call_id, other.call(call_id))
+    assert (found if isinstance(found, Refused) else Authorized(found)) == _plain_authorize(
+        other, call_id)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stockade.loop.authorization import Authorized, Grant, GrantScope, _authorized, _grant
+from stockade.loop.commands import CallSettled, StartCall, call_settled, start_call
 from stockade.loop.state import (
     new_message,
     new_text_block,
@@ -74,3 +75,14 @@ def test_a_prepared_call_is_the_dataclass(tool: str, summary: str, digest: str, 
     built = PreparedCall(tool_name=tool, summary=summary, input_digest=digest, input=raw, run=run)
     assert type(made) is PreparedCall and made == built and repr(made) == repr(built)
     assert made.input is raw
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(_TEXT, _TEXT, st.booleans())
+def test_the_runners_commands_are_the_dataclasses(call_id: str, result: str, ok: bool) -> None:
+    from stockade.tools.runtime import ToolFailed, ToolOk
+
+    _same(start_call(call_id), StartCall(call_id))
+    outcome = ToolOk(result) if ok else ToolFailed(result)
+    _same(call_settled(call_id, outcome), CallSettled(call_id, outcome))
+    assert call_settled(call_id, outcome).outcome is outcome

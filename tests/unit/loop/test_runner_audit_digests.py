@@ -28,6 +28,7 @@ from stockade.protocol.request import ChatRequest
 from stockade.thf.canonical import canonical_json, digest
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import call_problem, plainly_bounded, refused_input
+from tests.conftest import examples
 from tests.unit.loop.fakes import base_model
 from tests.unit.loop.scripted import RecordingHooks, ScriptedProvider, calls_reply, text_reply
 
@@ -246,3 +247,30 @@ def test_a_result_digest_is_the_canonical_digest_of_its_text(text: str) -> None:
     except UnicodeEncodeError as exc:
         got = type(exc)
     assert got == expected
+
+
+_LIMITS = st.sampled_from([4096, 4096, 1, True, 1.0, 0, False, 2**70, -3, "4096", None])
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.tuples(_LIMITS, st.integers(0, 3)), min_size=1, max_size=8))
+def test_each_request_digest_is_the_plain_digest_whatever_limits_follow_each_other(
+    sent: list[tuple[Any, int]]
+) -> None:
+    """The head printed for one request's `max_output_tokens` is kept for the next one only
+    when both are equal exact ints (`True == 1` and `1.0 == 1` print otherwise)."""
+    digests = _RequestDigests()
+    messages: tuple[Message, ...] = (Message("user", (TextBlock("go"),)),)
+    for limit, grow in sent:
+        for i in range(grow):
+            messages = (*messages, Message("assistant", (TextBlock(f"part {i}"),)))
+        request = ChatRequest("scripted", "m", "s", messages, (), limit)
+        try:
+            expected = plain_digest(request)
+        except (TypeError, ValueError) as exc:  # what canonical JSON refuses, refused alike
+            try:
+                digests.of(request)
+            except type(exc):
+                continue
+            raise AssertionError("a request canonical JSON refuses was digested") from None
+        assert digests.of(request) == expected
