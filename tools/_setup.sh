@@ -15,18 +15,20 @@ fi
 stamp="$VENV/.stockade-setup-stamp"
 # The C sources count too: the editable install compiles them in place (the block reader).
 want="$(cat pyproject.toml desktop/stockade/*/*.c | sha256sum | cut -d' ' -f1)"
-# The compiled block reader (desktop/stockade/thf/_blockyaml.c) needs a C compiler; the build
-# goes on without one (yaml-rs then reads every file), and the tests say so.
+# The compiled parts (desktop/stockade/*/_*.c: the block reader, the hint scan, audit verify's
+# check) need a C compiler, and the verify check libcrypto's headers; the build goes on without
+# them (Python then does their work, slower), and the tests say so.
 ensure_c_compiler() {
-  if command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1; then
-    return 0
-  fi
+  local packages=()
+  command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || packages+=(gcc libc6-dev)
+  [ -f /usr/include/openssl/sha.h ] || packages+=(libssl-dev)
+  [ ${#packages[@]} -eq 0 ] && return 0
   command -v apt-get >/dev/null 2>&1 || return 0
-  echo "stockade: installing a C compiler (gcc) for the compiled block reader" >&2
+  echo "stockade: installing what the compiled parts build with: ${packages[*]}" >&2
   local sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 }
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   ensure_c_compiler

@@ -112,6 +112,14 @@ def _reader_line() -> str:
     return "yaml-rs only (this build has no compiled block reader)"
 
 
+def _verify_check_line() -> str:
+    from stockade.governance.chainscan import compiled_scanner_available
+
+    if compiled_scanner_available():
+        return "compiled (libcrypto's SHA-256)"
+    return "Python only (this build has no compiled verify check)"
+
+
 def _platform_name() -> str:
     name = platform.platform()
     if sys.platform.startswith("linux"):
@@ -204,7 +212,8 @@ def diagnostics_report(toolkit: Mapping[str, str] | None = None,
     versions = [f"stockade: {facts.version}", f"build: {facts.build}",
                 f"python: {facts.python}", f"platform: {facts.platform}",
                 f"executable: {sys.executable}{' (packaged)' if getattr(sys, 'frozen', False) else ''}",
-                f"document reader: {_reader_line()}"]
+                f"document reader: {_reader_line()}",
+                f"audit verify check: {_verify_check_line()}"]
     versions += [f"{name}: {value}" for name, value in (toolkit or {}).items()]
     sections.append(("versions", versions))
     sections.append(("folders", [f"data folder: {facts.data_folder}",

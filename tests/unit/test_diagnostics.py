@@ -91,6 +91,7 @@ def test_report_names_versions_folders_store_and_log(stockade_home: Path) -> Non
     assert "build: run from source (not a packaged build)" in report
     assert "Qt: 6.11.3" in report and "PySide6: 6.11.3" in report
     assert "document reader: compiled block reader, yaml-rs for other YAML" in report
+    assert "audit verify check: compiled (libcrypto's SHA-256)" in report
     assert f"data folder: {stockade_home}" in report
     assert f"store: {stockade_home / 'stockade.db'} (not created yet)" in report
     assert "== log: last 1 line(s), keys masked\nINFO stockade.ui: started" in report
@@ -134,11 +135,15 @@ def test_about_facts_of_a_packaged_build_come_from_its_stamp(
     assert facts.log_folder == stockade_home / "logs"
 
 
-def test_report_says_when_the_build_has_no_compiled_block_reader(
+def test_report_says_when_the_build_has_no_compiled_parts(
     stockade_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from stockade.thf import reader
 
+    from stockade.governance import chainscan
+
     monkeypatch.setattr(reader, "_load_block_subset", None)
+    monkeypatch.setattr(chainscan, "_Compiled", None)
     report = diagnostics.diagnostics_report()
     assert "document reader: yaml-rs only (this build has no compiled block reader)" in report
+    assert "audit verify check: Python only (this build has no compiled verify check)" in report

@@ -47,7 +47,7 @@ class ChainKey:
     calls and copy a hash context four times (a test pins the equality with `hmac`).
     """
 
-    __slots__ = ("_hmac", "_prefix", "key_id")
+    __slots__ = ("_hmac", "_key", "_prefix", "key_id")
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 32:
@@ -57,6 +57,7 @@ class ChainKey:
 
         self.key_id = hmac.digest(key, _KEY_ID_LABEL, "sha256").hex()[:12]
         self._hmac = HMAC(key, hashes.SHA256())
+        self._key = bytes(key)
         self._prefix = f"{MAC_PREFIX}{self.key_id}:"
 
     def __repr__(self) -> str:
@@ -66,6 +67,11 @@ class ChainKey:
         """(a factory of keyed contexts, the stored MAC's prefix) for a hot loop that inlines
         `mac`: `new()`, `update(text)`, `prefix + finalize().hex()`."""
         return self._hmac.copy, self._prefix
+
+    def secret(self) -> bytes:
+        """The key itself, for `audit verify`'s compiled check (`_chainscan.c`), which keys its
+        own SHA-256 states once per walk."""
+        return self._key
 
     def mac(self, text: str) -> str:
         context = self._hmac.copy()

@@ -39,6 +39,7 @@ from stockade.governance.chain import (
     key_id_of,
     plain_hash,
 )
+from stockade.governance.chainscan import ChainScanner, new_scanner
 from stockade.governance.teamchain import anchor_for
 from stockade.store import Store, StoreError
 from stockade.store import events as event_sql
@@ -538,54 +539,27 @@ class _ChainCheck:
         key = self.key
         if key is None:
             return None
-        new_mac, prefix = key.prepared()
-        boundary = self.since.seq if self.since is not None else -1
-        runs, kinds = self.runs, self.kinds
-        runs_get, kinds_get = runs.get, kinds.get
         start = self.last_seq
-        prev, expected = self.prev, start + 1
         outcome: list[Any] = []  # what stopped the scan: a failure or an exception
 
-        def visit(seq: Any, run_id: Any, run_seq: Any, kind: Any, at_ms: Any, payload: Any,
-                  prev_hash: Any, stored: Any) -> int:
-            nonlocal prev, expected
+        def hand_over(*row: Any) -> int:
             try:
-                if seq == expected and prev_hash == prev and seq != boundary:
-                    run = runs_get(run_id)
-                    if run is None:
-                        run = runs[run_id] = [0, _s(run_id)]
-                    if run_seq == run[0]:
-                        kind_json = kinds_get(kind)
-                        if kind_json is None:
-                            kind_json = kinds[kind] = _s(kind)
-                        context = new_mac()
-                        context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},'
-                                        f'"payload":{payload},"prev_hash":"{prev}",'
-                                        f'"run_id":{run[1]},"run_seq":{run_seq},'
-                                        f'"seq":{seq}}}').encode())
-                        if prefix + context.finalize().hex() == stored:
-                            run[0] = run_seq + 1
-                            prev, expected = stored, seq + 1
-                            return 1
-                if seq != expected:
+                if row[0] != scanner.expected:
                     return 0  # out of sequence: `walk` takes over in seq order
-                self._passed(prev, expected - 1)
-                broken = self.event(seq, run_id, run_seq, kind, at_ms, payload, prev_hash,
-                                    stored)
-                if broken is not None:
-                    outcome.append(broken)
-                    return 0
-                prev, expected = self.prev, self.last_seq + 1
-                return 1
+                return self._take_over(scanner, row, outcome)
             except BaseException as exc:  # SQLite would swallow it: kept, re-raised after the scan
                 outcome.append(exc)
                 return 0
 
+        scanner = self._scanner(key, hand_over)
         try:
-            complete = event_sql.visit_events(conn, visit, after=start)
+            complete = event_sql.visit_events(conn, scanner, after=start)
         except sqlite3.Error:
             raise _ScanUnsure from None  # e.g. text that is not UTF-8: `walk` raises its error
-        self._passed(prev, expected - 1)
+        if scanner.error is not None:
+            outcome.append(scanner.error)
+        expected = scanner.expected
+        self._passed(scanner.prev, expected - 1)
         if complete is None or complete:
             # Every event after `start` was visited, each with the next sequence number: they
             # are all the events after `start`, in the order `walk` would meet them.
@@ -602,15 +576,15 @@ class _ChainCheck:
 
     def walk(self, rows: Iterable[tuple[Any, ...]]) -> VerifyResult | None:
         """Check events in chain order, straight from the cursor: the hot loop of `audit
-        verify`, with the MAC inlined (`ChainKey.mac`).
+        verify`.
 
-        An event passes here only when `event` would pass it with the same effect (the next
-        sequence number, linked to the verified MAC before it, not the keyed boundary the
-        keyring recorded, in order within its run, and its MAC under this key); anything else
-        — a failure, an unkeyed event, the boundary — goes through `event`, which decides and
-        words the reason, so the first failure and its message are `event`'s. The rows are
-        taken one at a time from the cursor rather than fetched in lists: each row is freed
-        before the next is made, which keeps the loop in the CPU's caches."""
+        An event passes the scanner's inline check (`chainscan`) only when `event` would pass
+        it with the same effect (the next sequence number, linked to the verified MAC before
+        it, not the keyed boundary the keyring recorded, in order within its run, and its MAC
+        under this key); anything else — a failure, an unkeyed event, the boundary — goes
+        through `event`, which decides and words the reason, so the first failure and its
+        message are `event`'s. The rows are taken one at a time from the cursor rather than
+        fetched in lists: each row is freed before the next is made."""
         key = self.key
         if key is None:
             for row in rows:
@@ -618,36 +592,28 @@ class _ChainCheck:
                 if broken is not None:
                     return broken
             return None
-        new_mac, prefix = key.prepared()
+        outcome: list[VerifyResult] = []
+        scanner = self._scanner(key, lambda *row: self._take_over(scanner, row, outcome))
+        scanner.run(rows)
+        self._passed(scanner.prev, scanner.expected - 1)
+        return outcome[0] if outcome else None
+
+    def _scanner(self, key: ChainKey, fallback: Callable[..., int]) -> ChainScanner:
         boundary = self.since.seq if self.since is not None else -1
-        runs, kinds = self.runs, self.kinds
-        runs_get, kinds_get = runs.get, kinds.get
-        prev, expected = self.prev, self.last_seq + 1
-        for row in rows:
-            seq, run_id, run_seq, kind, at_ms, payload, prev_hash, stored = row
-            if seq == expected and prev_hash == prev and seq != boundary:
-                run = runs_get(run_id)
-                if run is None:
-                    run = runs[run_id] = [0, _s(run_id)]
-                if run_seq == run[0]:
-                    kind_json = kinds_get(kind)
-                    if kind_json is None:
-                        kind_json = kinds[kind] = _s(kind)
-                    context = new_mac()
-                    context.update((f'{{"at_ms":{at_ms},"kind":{kind_json},"payload":{payload},'
-                                    f'"prev_hash":"{prev}","run_id":{run[1]},'
-                                    f'"run_seq":{run_seq},"seq":{seq}}}').encode())
-                    if prefix + context.finalize().hex() == stored:
-                        run[0] = run_seq + 1
-                        prev, expected = stored, seq + 1
-                        continue
-            self._passed(prev, expected - 1)
-            broken = self.event(*row)
-            if broken is not None:
-                return broken
-            prev, expected = self.prev, self.last_seq + 1
-        self._passed(prev, expected - 1)
-        return None
+        return new_scanner(key, boundary, self.prev, self.last_seq + 1, self.runs, self.kinds,
+                           _s, fallback)
+
+    def _take_over(self, scanner: ChainScanner, row: tuple[Any, ...],
+                   outcome: list[Any]) -> int:
+        """An event the scanner's inline check did not pass: `event` decides it, after what the
+        scanner passed is recorded; the scanner goes on from where `event` leaves the chain."""
+        self._passed(scanner.prev, scanner.expected - 1)
+        broken = self.event(*row)
+        if broken is not None:
+            outcome.append(broken)
+            return 0
+        scanner.prev, scanner.expected = self.prev, self.last_seq + 1
+        return 1
 
     def _passed(self, prev: str, last_seq: int) -> None:
         """Record what `walk` checked inline since it last handed over to `event` (one event

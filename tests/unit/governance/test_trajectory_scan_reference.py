@@ -31,6 +31,7 @@ from tests.unit.governance.test_trajectory_verify_reference import (
     _damage,
     _rows,
     reference_verify,
+    scanner_choice,
 )
 
 # Any text SQLite's TEXT holds from Python: quotes, backslashes, control characters (NUL too),
@@ -124,7 +125,8 @@ def test_the_scan_in_place_reports_what_the_reference_walk_reports(
             checker = Trajectory(db, clock, keys=AuditKeys(SnapshotKeys(secrets)),
                                  anchor=FileAnchor(path), marker=marker)
             expected = _outcome(lambda: reference_verify(path, key, marker.read()))
-            result = _outcome(lambda: checker.verify_chain().to_json())
+            with scanner_choice(data.draw(st.booleans(), label="compiled check")):
+                result = _outcome(lambda: checker.verify_chain().to_json())
         finally:
             db.close()
     assert result == expected, damage

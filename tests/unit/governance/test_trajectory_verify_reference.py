@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stockade.governance import chainscan
 from stockade.governance.chain import (
     HASH_PREFIX,
     MAC_PREFIX,
@@ -43,6 +44,15 @@ DAMAGES = ["none", "payload", "field", "delete", "swap", "move", "link", "forge"
            "unkey_suffix", "rekey", "rekey_suffix", "truncate", "anchor_delete",
            "anchor_garbage", "anchor_alter", "anchor_unkeyed", "marker_alter",
            "marker_delete", "run_orphan", "run_emptied"]
+
+
+@contextlib.contextmanager
+def scanner_choice(compiled: bool) -> Any:
+    """Verify with the compiled inline check (where built) or with its Python twin."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not compiled:
+            patch.setattr(chainscan, "_Compiled", None)
+        yield
 
 
 # -- the reference: every event checked one by one, in the order the definition gives ---------
@@ -311,7 +321,8 @@ def test_verify_reports_what_the_reference_walk_reports(
                 DictSecrets() if without_key else secrets)), anchor=FileAnchor(path),
                 marker=marker)
             expected = reference_verify(path, None if without_key else key, marker.read())
-            result = checker.verify_chain().to_json()
+            with scanner_choice(data.draw(st.booleans(), label="compiled check")):
+                result = checker.verify_chain().to_json()
         finally:
             db.close()
     assert result == expected, damage
