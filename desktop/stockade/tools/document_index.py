@@ -138,6 +138,12 @@ _LIST_FIELDS = frozenset({"contains"})
 """Reference fields that hold a list of ids (a member test) rather than one id."""
 
 _DENSE_AFTER = 64
+
+_haystacks_containing: Callable[[str, list[int], str], list[int]] | None
+try:
+    from stockade.protocol._hints import haystacks_containing as _haystacks_containing
+except ImportError:  # a build made without a C compiler
+    _haystacks_containing = None
 """Matches a text search finds one `find` at a time before it checks whether most entities match."""
 
 SCANS_BEFORE_TABLE = 1
@@ -370,6 +376,9 @@ class SectionIndex:
 
     @staticmethod
     def _find(text: str, starts: list[int], needle: str) -> list[int]:
+        if _haystacks_containing is not None:
+            # One compiled pass (memmem), resumed at the next haystack after each match.
+            return _haystacks_containing(text, starts, needle)
         # Without the separator a match lies inside one haystack, so one C-level `find` runs
         # from each hit to the start of the next entity: Python runs once per matching entity,
         # not once per entity. When most entities match, the rest are tested one by one in C.

@@ -63,3 +63,40 @@ def test_each_part_is_decided_as_may_be_redacted_decides_it(text: str) -> None:
 def test_offsets_point_at_each_hint_and_run() -> None:
     text = "a://b\x00" + "k" * 40 + "\x00bearer ghp_"
     assert hint_starts(text) == [1, 6, 47, 54]
+
+
+# -- haystacks_containing: the read tools' text search over one section's joined haystacks --
+
+from stockade.protocol._hints import haystacks_containing  # noqa: E402
+
+# Any width of text: ASCII, Latin-1, BMP and astral characters, so the joined text is stored
+# one, two or four bytes wide, and a needle's bytes can occur across two characters: stored two
+# bytes wide, "ĀĀ\x00" is 00 01 00 01 00 00, which holds "\x01\x01" (01 00 01 00) one byte in.
+CHARS = st.sampled_from(["a", "b", "\x01", "é", "ÿ", "Ā", "ā", "ĀĀ", "字", "\U0001f600", " "])
+HAYSTACKS = st.lists(st.lists(CHARS, max_size=8).map("".join), min_size=0, max_size=12)
+NEEDLES = st.lists(CHARS, max_size=3).map("".join)
+
+
+def joined(haystacks: list[str]) -> tuple[str, list[int]]:
+    starts = [0]
+    for haystack in haystacks:
+        starts.append(starts[-1] + len(haystack) + 1)
+    return "\x00".join(haystacks), starts
+
+
+@settings(max_examples=examples(1500), deadline=None)
+@given(HAYSTACKS, NEEDLES)
+@example(["\u0101\u0101", "a"], "\x01\x01")
+@example(["ab", "ba"], "a")
+@example([], "a")
+@example(["a", "b"], "")
+def test_haystacks_containing_is_the_plain_definition(haystacks: list[str], needle: str) -> None:
+    text, starts = joined(haystacks)
+    expected = [i for i, haystack in enumerate(haystacks) if needle in haystack]
+    assert haystacks_containing(text, starts, needle) == expected
+
+
+def test_a_needle_with_a_nul_is_refused() -> None:
+    # A match could span two haystacks: the caller tests those one by one.
+    with pytest.raises(ValueError):
+        haystacks_containing("a\x00b", [0, 2, 4], "a\x00b")
