@@ -138,9 +138,8 @@ def test_about_facts_of_a_packaged_build_come_from_its_stamp(
 def test_report_says_when_the_build_has_no_compiled_parts(
     stockade_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stockade.thf import reader
-
     from stockade.governance import chainscan
+    from stockade.thf import reader
 
     monkeypatch.setattr(reader, "_load_block_subset", None)
     monkeypatch.setattr(chainscan, "_Compiled", None)
