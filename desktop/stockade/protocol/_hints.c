@@ -340,7 +340,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     "stockade.protocol._hints",
-    "Compiled scan of a long text for what any secret pattern needs.",
+    "Compiled scans of the read tools' search text: secret hints, haystacks holding a needle.",
     -1,
     methods,
     NULL,
