@@ -2,8 +2,10 @@
 
 Models of 1k, 10k and 50k elements (with 1.5x flows, 0.5x threats, boundaries, layers, groups)
 are generated and written with Stockade's writer; every figure is then measured in a fresh
-subprocess so earlier work (imports, caches, garbage) does not colour it. Times are medians
-(PyYAML's loader only at 1k and 10k: it takes about a minute at 50k).
+subprocess so earlier work (imports, caches, garbage) does not colour it. Times are medians of
+rounds in which every operation runs once, so the two sides of each ratio are measured side by
+side as the machine's speed moves (PyYAML's loader only at 1k and 10k: it takes about a minute
+at 50k).
 
 The bare-parse ratios compare `read_text` (parse + validate, as the app and the command line
 read a file) with a plain parse of the same bytes: by yaml-rs, the parser Stockade uses for
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 SIZES = (1_000, 10_000, 50_000)
-RUNS = {1_000: 9, 10_000: 5, 50_000: 3}
+RUNS = {1_000: 9, 10_000: 5, 50_000: 5}
 PYYAML_SIZES = (1_000, 10_000)  # PyYAML's C loader takes about a minute at 50k elements
 TARGET_LOAD_10K_S = 1.0
 TARGET_SAVE_10K_S = 1.0
@@ -55,17 +57,24 @@ def _child_times(path: str, runs: int, with_pyyaml: bool) -> dict[str, Any]:
     data = Path(path).read_bytes()
     text = data.decode("utf-8")
 
-    def median(operation: Any, count: int) -> float:
+    def once(operation: Any) -> float:
         # The result is freed after the clock stops: a caller keeps what it loaded, and
         # freeing it is not part of loading (the same rule for every parser measured).
-        times = []
+        gc.collect()
+        started = time.perf_counter()
+        result = operation()
+        elapsed = time.perf_counter() - started
+        del result
+        return elapsed
+
+    def medians(operations: dict[str, Any], count: int) -> dict[str, float]:
+        # Round by round, each operation once per round, so a ratio's two sides are measured
+        # side by side: the machine's speed moves by up to 2x within a minute.
+        times: dict[str, list[float]] = {name: [] for name in operations}
         for _ in range(count):
-            gc.collect()
-            started = time.perf_counter()
-            result = operation()
-            times.append(time.perf_counter() - started)
-            del result
-        return statistics.median(times)
+            for name, operation in operations.items():
+                times[name].append(once(operation))
+        return {name: statistics.median(values) for name, values in times.items()}
 
     def bare_paused() -> Any:
         gc.disable()
@@ -87,15 +96,21 @@ def _child_times(path: str, runs: int, with_pyyaml: bool) -> dict[str, Any]:
 
     model = read_text(data)
     out = Path(path).with_suffix(".saved.thf")
-    result = {
-        "load": median(lambda: read_text(data), runs),
-        "load_yaml_rs_only": median(load_yaml_rs_only, runs),
-        "bare_block": median(lambda: compiled(text), runs) if compiled is not None else None,
-        "bare_yaml_rs": median(lambda: yaml_rs.loads(text, parse_datetime=False), runs),
-        "bare_yaml_rs_paused": median(bare_paused, runs),
-        "save": median(lambda: save(model, out), runs),
+    operations: dict[str, Any] = {
+        "load": lambda: read_text(data),
+        "load_yaml_rs_only": load_yaml_rs_only,
+        "bare_yaml_rs": lambda: yaml_rs.loads(text, parse_datetime=False),
+        "bare_yaml_rs_paused": bare_paused,
+        "save": lambda: save(model, out),
+    }
+    if compiled is not None:
+        operations["bare_block"] = lambda: compiled(text)
+    result: dict[str, Any] = {
+        "bare_block": None,
+        **medians(operations, runs),
         "bare_pyyaml_c": (
-            median(lambda: yaml.load(text, Loader=yaml.CSafeLoader), 5) if with_pyyaml else None
+            medians({"c": lambda: yaml.load(text, Loader=yaml.CSafeLoader)}, 5)["c"]
+            if with_pyyaml else None
         ),
         "bytes": len(data),
         "entities": sum(len(getattr(model, s)) for s in ("elements", "data_flows", "threats")),
