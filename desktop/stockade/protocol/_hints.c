@@ -16,6 +16,9 @@
 #include <Python.h>
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_HINTS 16
 
@@ -28,6 +31,10 @@ typedef struct {
      * column). Looked up for every position without a branch; almost every answer is 0. */
     unsigned char row_of[256];
     unsigned short rows[MAX_HINTS + 1][256];
+    /* The same, as a list for a 16-byte filter: each distinct (first, second) pair of a
+     * hint, and each first character of a one-character hint. */
+    unsigned char pair_first[MAX_HINTS][16], pair_second[MAX_HINTS][16], single[MAX_HINTS][16];
+    int pairs, singles;
     unsigned char classes[256]; /* CLASS_TOKEN; 0 past ASCII */
     Py_ssize_t run;
 } Hints;
@@ -123,7 +130,37 @@ static int scan_ucs1(const Hints *H, const Py_UCS1 *chars, Py_ssize_t length, Py
         }
         i = end + 1 + run;
     }
-    for (Py_ssize_t i = 0; i < length; i++) {
+    Py_ssize_t i = 0;
+#if defined(__SSE2__)
+    /* Sixteen positions at a time: the positions whose character and the next make a hint's
+     * first pair (or a one-character hint), compared in vectors; only those are looked up.
+     * The loads read chars[i .. i + 16], the last at most the terminating NUL. */
+    for (; i + 16 <= length; i += 16) {
+        __m128i now = _mm_loadu_si128((const __m128i *)(chars + i));
+        __m128i next = _mm_loadu_si128((const __m128i *)(chars + i + 1));
+        __m128i hit = _mm_setzero_si128();
+        for (int p = 0; p < H->pairs; p++) {
+            __m128i first = _mm_loadu_si128((const __m128i *)H->pair_first[p]);
+            __m128i second = _mm_loadu_si128((const __m128i *)H->pair_second[p]);
+            hit = _mm_or_si128(hit, _mm_and_si128(_mm_cmpeq_epi8(now, first),
+                                                  _mm_cmpeq_epi8(next, second)));
+        }
+        for (int p = 0; p < H->singles; p++) {
+            __m128i first = _mm_loadu_si128((const __m128i *)H->single[p]);
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(now, first));
+        }
+        unsigned int mask = (unsigned int)_mm_movemask_epi8(hit);
+        while (mask != 0) {
+            Py_ssize_t at = i + __builtin_ctz(mask);
+            mask &= mask - 1;
+            unsigned int candidates = H->rows[H->row_of[chars[at]]][chars[at + 1]];
+            if (hint_at_Py_UCS1(H, chars, at, length, candidates, found, last, unsorted) < 0) {
+                return -1;
+            }
+        }
+    }
+#endif
+    for (; i < length; i++) {
         unsigned int candidates = H->rows[H->row_of[chars[i]]][chars[i + 1]];
         if (candidates != 0 &&
             hint_at_Py_UCS1(H, chars, i, length, candidates, found, last, unsorted) < 0) {
@@ -179,11 +216,27 @@ static PyObject *hint_starts(PyObject *module, PyObject *const *args, Py_ssize_t
         }
         unsigned short *row = H->rows[H->row_of[c0]];
         if (H->length[h] == 1) {
+            int listed = 0;
+            for (int p = 0; p < H->singles; p++) {
+                listed |= H->single[p][0] == c0;
+            }
+            if (!listed) {
+                memset(H->single[H->singles++], c0, 16);
+            }
             for (int next = 0; next < 256; next++) {
                 row[next] |= (unsigned short)(1u << h);
             }
         } else {
-            row[(unsigned char)H->text[h][1]] |= (unsigned short)(1u << h);
+            unsigned char c1 = (unsigned char)H->text[h][1];
+            int listed = 0;
+            for (int p = 0; p < H->pairs; p++) {
+                listed |= H->pair_first[p][0] == c0 && H->pair_second[p][0] == c1;
+            }
+            if (!listed) {
+                memset(H->pair_first[H->pairs], c0, 16);
+                memset(H->pair_second[H->pairs++], c1, 16);
+            }
+            row[c1] |= (unsigned short)(1u << h);
         }
     }
     const char *chars = (const char *)PyUnicode_DATA(token_chars);

@@ -100,3 +100,13 @@ def test_a_needle_with_a_nul_is_refused() -> None:
     # A match could span two haystacks: the caller tests those one by one.
     with pytest.raises(ValueError):
         haystacks_containing("a\x00b", [0, 2, 4], "a\x00b")
+
+
+@pytest.mark.parametrize("hint", _SECRET_HINTS)
+def test_a_hint_is_found_at_every_offset_of_a_sixteen_byte_block(hint: str) -> None:
+    # One-byte text is filtered sixteen positions at a time: a hint must be found wherever it
+    # begins in a block, across the block's end, and at the text's very end.
+    for offset in range(40):
+        for tail in ("." * 20, "", "."):
+            text = "." * offset + hint + tail
+            assert hint_starts(text) == [offset], (offset, tail)
