@@ -40,7 +40,9 @@ typedef struct {
     SHA256_CTX inner;   /* after the key XOR ipad block */
     SHA256_CTX outer;   /* after the key XOR opad block */
     int keyed;
-    PyObject *prefix;   /* str, ASCII */
+    PyObject *prefix;   /* str, ASCII: its characters are `prefix_text` */
+    const char *prefix_text;
+    Py_ssize_t prefix_length;
     PyObject *prev;     /* str */
     PyObject *runs;     /* dict */
     PyObject *kinds;    /* dict */
@@ -130,14 +132,13 @@ static int exact_int(PyObject *value, long long *out) {
 
 /* 1 when `stored` is `prefix` followed by the lowercase hex of the 32-byte `mac`. */
 static int matches(Scanner *self, PyObject *stored, const unsigned char *bytes) {
-    Py_ssize_t prefix_length, stored_length;
-    const char *prefix = PyUnicode_AsUTF8AndSize(self->prefix, &prefix_length);
-    if (prefix == NULL || !PyUnicode_IS_ASCII(stored)) {
-        PyErr_Clear();
+    const char *prefix = self->prefix_text;
+    Py_ssize_t prefix_length = self->prefix_length;
+    if (!PyUnicode_IS_ASCII(stored)) {
         return 0;
     }
     const char *text = (const char *)PyUnicode_DATA(stored);
-    stored_length = PyUnicode_GET_LENGTH(stored);
+    Py_ssize_t stored_length = PyUnicode_GET_LENGTH(stored);
     if (stored_length != prefix_length + 64 || memcmp(text, prefix, (size_t)prefix_length) != 0) {
         return 0;
     }
@@ -404,6 +405,9 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kwargs) {
     OPENSSL_cleanse(pad, sizeof pad);
     self->keyed = 1;
     Py_XSETREF(self->prefix, Py_NewRef(prefix));
+    /* An ASCII str's characters are its bytes, kept as long as `prefix` is. */
+    self->prefix_text = (const char *)PyUnicode_DATA(prefix);
+    self->prefix_length = PyUnicode_GET_LENGTH(prefix);
     Py_XSETREF(self->prev, Py_NewRef(prev));
     Py_XSETREF(self->runs, Py_NewRef(runs));
     Py_XSETREF(self->kinds, Py_NewRef(kinds));

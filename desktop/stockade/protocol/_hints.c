@@ -289,7 +289,11 @@ static PyObject *haystacks_containing(PyObject *module, PyObject *const *args, P
     Py_ssize_t length = PyUnicode_GET_LENGTH(text);
     Py_ssize_t needle_length = PyUnicode_GET_LENGTH(needle);
     int kind = PyUnicode_KIND(text);
-    if (PyUnicode_FindChar(needle, 0, 0, needle_length, 1) != -1) {
+    Py_ssize_t nul = PyUnicode_FindChar(needle, 0, 0, needle_length, 1);
+    if (nul == -2) {
+        return NULL;
+    }
+    if (nul != -1) {
         PyErr_SetString(PyExc_ValueError, "the needle must not hold a NUL");
         return NULL;
     }

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from stockade.protocol import secret_scan
 from stockade.protocol.secret_scan import SecretKind, may_be_redacted, redacted
 from stockade.thf.model import ThreatModel
+from stockade.tools import document_index
 from stockade.tools.document_index import clear_cache, section_index
 from stockade.tools.registry import default_registry
 from stockade.tools.runtime import ToolOk
@@ -187,10 +190,16 @@ def test_a_guessed_secret_is_not_confirmed_on_the_first_or_a_later_search() -> N
         assert _searched(document, {"kind": "elements", "text": "redacted-secret"}) == (0, [])
 
 
-def test_searches_matching_most_entities_of_a_large_section_match_the_definition() -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled scans", "python scans"])
+def test_searches_matching_most_entities_of_a_large_section_match_the_definition(
+        compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # Over 64 matches the search tests the rest entity by entity, and many matches decide the
     # redaction question for the whole section at once: both paths, with and without a secret
-    # somewhere in the section.
+    # somewhere in the section; with the compiled scans (protocol/_hints.c) and with what a
+    # build without them uses.
+    if not compiled:
+        monkeypatch.setattr(document_index, "_haystacks_containing", None)
+        monkeypatch.setattr(secret_scan, "_compiled_hint_starts", None)
     def element(i: int, description: str) -> dict[str, Any]:
         return {"id": f"e{i}", "type": "process", "name": f"Component {i}", "description": description,
                 "technologies": ["Go"] if i % 3 else ["Go", "PostgreSQL"]}
